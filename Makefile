@@ -1,0 +1,30 @@
+# tend: build, run an example, test.
+GO      ?= go
+BIN     := bin/tend
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: build run test test-short lint bench fuzz clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+# The main job on an example: Ctrl-C stops it cleanly.
+run: build
+	$(BIN) run examples/hello.yaml
+
+# Everything CI runs: vet, every example validates, the whole suite under the race detector.
+test: build
+	$(GO) vet ./...
+	@for f in examples/*.yaml; do $(BIN) validate $$f >/dev/null || { echo "example $$f does not validate"; $(BIN) validate $$f; exit 1; }; done
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+lint:
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+bench: build
+	bash bench/run.sh
+
+clean:
+	rm -rf bin

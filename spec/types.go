@@ -1,0 +1,220 @@
+// Package spec is the instance spec: its schema, loading, defaults, validation and
+// {VAR} substitution. It is data and pure functions; everything else receives a
+// validated, resolved *Spec and never writes defaults of its own.
+package spec
+
+import "time"
+
+// Spec is one instance spec document (SPEC.md §2). Optional numbers are pointers so
+// that a present 0 is told apart from an absent field; after Load every pointer that
+// has a default is non-nil.
+type Spec struct {
+	Instance         Instance          `yaml:"instance" json:"instance"`
+	Env              []EnvVar          `yaml:"env,omitempty" json:"env,omitempty"`
+	EnvFiles         []string          `yaml:"env_files,omitempty" json:"env_files,omitempty"`
+	Resources        []Resource        `yaml:"resources,omitempty" json:"resources,omitempty"`
+	DynamicResources []DynamicResource `yaml:"dynamic_resources,omitempty" json:"dynamic_resources,omitempty"`
+	InitContainers   []InitContainer   `yaml:"init_containers,omitempty" json:"init_containers,omitempty"`
+	Containers       []Container       `yaml:"containers" json:"containers"`
+
+	// Filled by Load, not part of the document.
+	path    string   // the spec file, for messages
+	baseEnv []string // tend's env + variables + cgroup limits + env_files + env, later wins
+}
+
+// Instance is the instance-wide section.
+type Instance struct {
+	Name          string            `yaml:"name,omitempty" json:"name,omitempty"`
+	Dir           string            `yaml:"dir,omitempty" json:"dir,omitempty"`
+	Port          *int              `yaml:"port,omitempty" json:"port,omitempty"`
+	Vars          map[string]string `yaml:"vars,omitempty" json:"vars,omitempty"`
+	InitTimeoutMs *int64            `yaml:"init_timeout_ms,omitempty" json:"init_timeout_ms,omitempty"`
+}
+
+// EnvVar is one environment variable: a literal value or a secret read from a file.
+type EnvVar struct {
+	Name      string     `yaml:"name" json:"name"`
+	Value     string     `yaml:"value,omitempty" json:"value,omitempty"`
+	ValueFrom *ValueFrom `yaml:"value_from,omitempty" json:"value_from,omitempty"`
+
+	secret string // the value read from ValueFrom.File by Load
+}
+
+// ValueFrom names where a secret value is read from. Secrets are never logged or rendered.
+type ValueFrom struct {
+	File string `yaml:"file" json:"file"`
+}
+
+// Command is a command line: a string (split like a POSIX word list, never run by a
+// shell) or a list used as is. IsList tells which form the document used.
+type Command struct {
+	String string
+	List   []string
+	IsList bool
+}
+
+// TimeLimit is pod_agent's TTimeLimit (SPEC.md §2.2). MaxExecutionTimeMs 0 means no limit.
+type TimeLimit struct {
+	InitialDelayMs       *int64   `yaml:"initial_delay_ms,omitempty" json:"initial_delay_ms,omitempty"`
+	MinRestartPeriodMs   *int64   `yaml:"min_restart_period_ms,omitempty" json:"min_restart_period_ms,omitempty"`
+	MaxRestartPeriodMs   *int64   `yaml:"max_restart_period_ms,omitempty" json:"max_restart_period_ms,omitempty"`
+	RestartPeriodScaleMs *int64   `yaml:"restart_period_scale_ms,omitempty" json:"restart_period_scale_ms,omitempty"`
+	RestartPeriodBackOff *float64 `yaml:"restart_period_back_off,omitempty" json:"restart_period_back_off,omitempty"`
+	MaxExecutionTimeMs   *int64   `yaml:"max_execution_time_ms,omitempty" json:"max_execution_time_ms,omitempty"`
+}
+
+// InitContainer runs once, in order, before any container (SPEC.md §3.1).
+type InitContainer struct {
+	Name       string     `yaml:"name" json:"name"`
+	Command    Command    `yaml:"command" json:"command"`
+	WorkingDir string     `yaml:"working_dir,omitempty" json:"working_dir,omitempty"`
+	Env        []EnvVar   `yaml:"env,omitempty" json:"env,omitempty"`
+	TimeLimit  *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
+}
+
+// InitCommand is a per-container init command (pod_agent's workload init).
+type InitCommand struct {
+	Command   Command    `yaml:"command" json:"command"`
+	TimeLimit *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
+}
+
+// Container is one supervised process (SPEC.md §2, §3.2).
+type Container struct {
+	Name           string         `yaml:"name" json:"name"`
+	Command        Command        `yaml:"command" json:"command"`
+	WorkingDir     string         `yaml:"working_dir,omitempty" json:"working_dir,omitempty"`
+	Env            []EnvVar       `yaml:"env,omitempty" json:"env,omitempty"`
+	Init           []InitCommand  `yaml:"init,omitempty" json:"init,omitempty"`
+	RestartPolicy  *RestartPolicy `yaml:"restart_policy,omitempty" json:"restart_policy,omitempty"`
+	LivenessProbe  *Probe         `yaml:"liveness_probe,omitempty" json:"liveness_probe,omitempty"`
+	ReadinessProbe *Probe         `yaml:"readiness_probe,omitempty" json:"readiness_probe,omitempty"`
+	StopPolicy     *StopPolicy    `yaml:"stop_policy,omitempty" json:"stop_policy,omitempty"`
+	TermBarrier    string         `yaml:"term_barrier,omitempty" json:"term_barrier,omitempty"`
+	DestroyPolicy  *Policy        `yaml:"destroy_policy,omitempty" json:"destroy_policy,omitempty"`
+	NotifyActions  []Policy       `yaml:"notify_actions,omitempty" json:"notify_actions,omitempty"`
+	TargetState    string         `yaml:"target_state,omitempty" json:"target_state,omitempty"`
+	Log            *Log           `yaml:"log,omitempty" json:"log,omitempty"`
+}
+
+// Values of Container.TermBarrier, Container.TargetState and RestartPolicy.Mode.
+const (
+	BarrierWait   = "WAIT"
+	BarrierIgnore = "IGNORE"
+
+	TargetActive  = "active"
+	TargetRemoved = "removed"
+
+	ModeAlways    = "always"
+	ModeOnFailure = "on_failure"
+	ModeNever     = "never"
+)
+
+// RestartPolicy is instancectl's jittered exponential restart (SPEC.md §3.2 item 3).
+type RestartPolicy struct {
+	MinPeriodMs   *int64   `yaml:"min_period_ms,omitempty" json:"min_period_ms,omitempty"`
+	MaxPeriodMs   *int64   `yaml:"max_period_ms,omitempty" json:"max_period_ms,omitempty"`
+	Backoff       *float64 `yaml:"backoff,omitempty" json:"backoff,omitempty"`
+	MaxJitterMs   *int64   `yaml:"max_jitter_ms,omitempty" json:"max_jitter_ms,omitempty"`
+	StableAfterMs *int64   `yaml:"stable_after_ms,omitempty" json:"stable_after_ms,omitempty"`
+	Mode          string   `yaml:"mode,omitempty" json:"mode,omitempty"`
+}
+
+// Handler is one action: exactly one kind is set (which kinds are allowed depends on
+// where it is used: probes take http_get/tcp_socket/exec, stop policies add unix_signal,
+// destroy policies, notify actions and verify take http_get/exec).
+type Handler struct {
+	HTTPGet    *HTTPGet    `yaml:"http_get,omitempty" json:"http_get,omitempty"`
+	TCPSocket  *TCPSocket  `yaml:"tcp_socket,omitempty" json:"tcp_socket,omitempty"`
+	Exec       *Exec       `yaml:"exec,omitempty" json:"exec,omitempty"`
+	UnixSignal *UnixSignal `yaml:"unix_signal,omitempty" json:"unix_signal,omitempty"`
+}
+
+// HTTPGet is a GET to http://Host:Port/Path. Port is a string because it may hold
+// a {VAR}; after Load it is a decimal number in 1..65535 (empty: instance.port).
+type HTTPGet struct {
+	Port           string `yaml:"port,omitempty" json:"port,omitempty"`
+	Path           string `yaml:"path,omitempty" json:"path,omitempty"`
+	Host           string `yaml:"host,omitempty" json:"host,omitempty"`
+	ExpectedAnswer string `yaml:"expected_answer,omitempty" json:"expected_answer,omitempty"`
+	Any            bool   `yaml:"any,omitempty" json:"any,omitempty"`
+}
+
+// TCPSocket succeeds when connect succeeds; Host defaults to ::1.
+type TCPSocket struct {
+	Port string `yaml:"port,omitempty" json:"port,omitempty"`
+	Host string `yaml:"host,omitempty" json:"host,omitempty"`
+}
+
+// Exec succeeds when its command exits 0.
+type Exec struct {
+	Command Command `yaml:"command" json:"command"`
+}
+
+// UnixSignal sends Signal (e.g. "SIGINT" or "INT") to the root process.
+type UnixSignal struct {
+	Signal string `yaml:"signal" json:"signal"`
+}
+
+// Probe is a liveness or readiness probe (SPEC.md §4).
+type Probe struct {
+	Handler          `yaml:",inline" json:",inline"`
+	TimeLimit        *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
+	FailureThreshold *int       `yaml:"failure_threshold,omitempty" json:"failure_threshold,omitempty"`
+	SuccessThreshold *int       `yaml:"success_threshold,omitempty" json:"success_threshold,omitempty"`
+}
+
+// StopPolicy is the stop handler and the timings of the stop sequence (SPEC.md §3.4).
+// It may name no handler at all.
+type StopPolicy struct {
+	Handler       `yaml:",inline" json:",inline"`
+	MaxTries      *int       `yaml:"max_tries,omitempty" json:"max_tries,omitempty"`
+	TimeLimit     *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
+	WaitAfterMs   *int64     `yaml:"wait_after_ms,omitempty" json:"wait_after_ms,omitempty"`
+	TermTimeoutMs *int64     `yaml:"term_timeout_ms,omitempty" json:"term_timeout_ms,omitempty"`
+}
+
+// Policy is a handler retried up to MaxTries with TimeLimit between tries: destroy
+// policies, notify actions and dynamic resource verification.
+type Policy struct {
+	Handler   `yaml:",inline" json:",inline"`
+	MaxTries  *int       `yaml:"max_tries,omitempty" json:"max_tries,omitempty"`
+	TimeLimit *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
+}
+
+// Log is an optional log file with size rotation; stdout prefixing always happens.
+type Log struct {
+	File      string `yaml:"file" json:"file"`
+	MaxSizeMb *int   `yaml:"max_size_mb,omitempty" json:"max_size_mb,omitempty"`
+	MaxFiles  *int   `yaml:"max_files,omitempty" json:"max_files,omitempty"`
+}
+
+// Resource is a static ISS resource (SPEC.md §5).
+type Resource struct {
+	Name        string   `yaml:"name" json:"name"`
+	URLs        []string `yaml:"urls" json:"urls"`
+	Checksum    string   `yaml:"checksum,omitempty" json:"checksum,omitempty"`
+	CheckPeriod string   `yaml:"check_period,omitempty" json:"check_period,omitempty"`
+	Extract     bool     `yaml:"extract,omitempty" json:"extract,omitempty"`
+}
+
+// DynamicResource is a DRU resource with revisions kept in StorageDir (SPEC.md §6).
+type DynamicResource struct {
+	Name                 string   `yaml:"name" json:"name"`
+	Revision             int64    `yaml:"revision" json:"revision"`
+	URLs                 []string `yaml:"urls" json:"urls"`
+	Checksum             string   `yaml:"checksum,omitempty" json:"checksum,omitempty"`
+	StorageDir           string   `yaml:"storage_dir" json:"storage_dir"`
+	Destination          string   `yaml:"destination" json:"destination"`
+	CachedRevisionsCount *int     `yaml:"cached_revisions_count,omitempty" json:"cached_revisions_count,omitempty"`
+	Extract              bool     `yaml:"extract,omitempty" json:"extract,omitempty"`
+	Verify               *Policy  `yaml:"verify,omitempty" json:"verify,omitempty"`
+}
+
+// Ms turns a defaulted millisecond field into a duration. A nil pointer (a field
+// without a default, such as an unset optional) is 0.
+func Ms(p *int64) time.Duration {
+	if p == nil {
+		return 0
+	}
+	return time.Duration(*p) * time.Millisecond
+}
