@@ -1,6 +1,35 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/supervisor"
+)
+
+// listenFlag is shared by run, status and the control commands.
+var listenFlag = &cli.StringSliceFlag{
+	Name:    "listen",
+	Usage:   "API address: unix:PATH or HOST:PORT (repeatable for run)",
+	EnvVars: []string{"TEND_LISTEN"},
+}
+
+// varFlag adds substitution variables; shared by run, validate and render.
+var varFlag = &cli.StringSliceFlag{
+	Name:    "var",
+	Usage:   "substitution variable NAME=VALUE (repeatable)",
+	EnvVars: []string{"TEND_VAR"},
+}
 
 // runCommand is `tend run SPEC`, the main job.
 func runCommand() *cli.Command {
@@ -8,8 +37,76 @@ func runCommand() *cli.Command {
 		Name:      "run",
 		Usage:     "run the instance in the foreground (PID 1 capable)",
 		ArgsUsage: "SPEC",
-		Action: func(*cli.Context) error {
-			return fail(1, "run: not implemented yet")
+		Flags: []cli.Flag{
+			listenFlag,
+			&cli.StringFlag{Name: "api-token-file", Usage: "file with the bearer token for mutating calls over TCP", EnvVars: []string{"TEND_API_TOKEN_FILE"}},
+			&cli.StringFlag{Name: "report-url", Usage: "POST the status document here on every change and every --report-interval", EnvVars: []string{"TEND_REPORT_URL"}},
+			&cli.DurationFlag{Name: "report-interval", Usage: "heartbeat period of the report", Value: 3 * time.Minute, EnvVars: []string{"TEND_REPORT_INTERVAL"}},
+			&cli.StringFlag{Name: "log-format", Usage: "auto|console|json", Value: "auto", EnvVars: []string{"TEND_LOG_FORMAT"}},
+			&cli.StringFlag{Name: "log-level", Usage: "debug|info|warn|error", Value: "info", EnvVars: []string{"TEND_LOG_LEVEL"}},
+			varFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fail(2, "run: expected exactly one SPEC argument, got %d", c.NArg())
+			}
+			log, err := newLogger(os.Stderr, c.String("log-format"), c.String("log-level"))
+			if err != nil {
+				return fail(2, "run: %v", err)
+			}
+			path, vars := c.Args().First(), c.StringSlice("var")
+			s, err := loadSpec(path, vars)
+			if err != nil {
+				return fail(2, "%v", err)
+			}
+			sv := supervisor.New(s, supervisor.Options{
+				Load:           func() (*spec.Spec, error) { return loadSpec(path, vars) },
+				Listen:         c.StringSlice("listen"),
+				APITokenFile:   c.String("api-token-file"),
+				ReportURL:      c.String("report-url"),
+				ReportInterval: c.Duration("report-interval"),
+				Log:            log,
+				Stdout:         os.Stdout,
+				Stderr:         os.Stderr,
+			})
+			code, err := sv.Run(context.Background())
+			if err != nil {
+				var ee *supervisor.ExitError
+				if errors.As(err, &ee) {
+					return fail(1, "%v", err)
+				}
+				return fail(1, "%v", err)
+			}
+			if code != 0 {
+				return &exitError{code: code}
+			}
+			return nil
 		},
 	}
+}
+
+// newLogger builds tend's own logger: console on a terminal, JSON otherwise.
+func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
+	if err != nil || level == "" {
+		return zerolog.Logger{}, fmt.Errorf("--log-level: unknown level %q (debug, info, warn, error)", level)
+	}
+	switch format {
+	case "auto":
+		if f, ok := w.(*os.File); ok && isTerminal(f) {
+			w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+		}
+	case "console":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: true}
+	case "json":
+	default:
+		return zerolog.Logger{}, fmt.Errorf("--log-format: unknown format %q (auto, console, json)", format)
+	}
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

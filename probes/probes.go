@@ -7,6 +7,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
 )
 
@@ -18,16 +19,11 @@ type Result struct {
 }
 
 // Target is what a check runs against: the environment and working directory of the
-// container, for exec handlers.
+// container, for exec handlers, and its name, for metrics labels.
 type Target struct {
-	Env []string
-	Dir string
-}
-
-// Check runs handler h once, bounded by timeout (0: none): http_get, tcp_socket or
-// exec. unix_signal is not a check and is handled by the container.
-func Check(ctx context.Context, h spec.Handler, t Target, timeout time.Duration) Result {
-	panic("TODO")
+	Container string
+	Env       []string
+	Dir       string
 }
 
 // Kind tells a liveness probe from a readiness probe.
@@ -38,6 +34,14 @@ const (
 	Readiness
 )
 
+// String is the kind as it appears in spec fields and metrics labels.
+func (k Kind) String() string {
+	if k == Liveness {
+		return "liveness"
+	}
+	return "readiness"
+}
+
 // Event is reported after every check of a running probe.
 type Event struct {
 	Kind   Kind
@@ -47,11 +51,116 @@ type Event struct {
 	// failure_threshold consecutive failures and true after success_threshold
 	// consecutive successes; it starts false.
 	Healthy bool
+	// Failed reports that the last failure_threshold checks (or more) all failed. It
+	// differs from !Healthy before the first success: a liveness probe that has not
+	// passed yet is not healthy, but only a Failed one is a reason to kill.
+	Failed bool
+	// Successes and Failures are the consecutive counts after this check; one of
+	// them is always 0.
+	Successes int
+	Failures  int
 }
 
 // Start runs probe p in a goroutine until ctx is done: after initial_delay_ms, then
 // every time_limit period (step from consecutive successes), each check bounded by
 // max_execution_time_ms. Every result is sent to out; sending gives up when ctx is done.
-func Start(ctx context.Context, kind Kind, p *spec.Probe, t Target, run uint64, out chan<- Event) {
-	panic("TODO")
+// p must be defaulted (spec.Load): its time_limit and thresholds are set.
+// The returned channel is closed once the goroutine has exited, which is soon after
+// ctx is done: an in-flight check is cancelled (an exec check's process group killed)
+// and its result is not sent.
+func Start(ctx context.Context, kind Kind, p *spec.Probe, t Target, run uint64, out chan<- Event) <-chan struct{} {
+	done := make(chan struct{})
+	s := &schedule{
+		kind:             kind,
+		handler:          p.Handler,
+		limit:            restart.FromSpec(p.TimeLimit),
+		failureThreshold: threshold(p.FailureThreshold),
+		successThreshold: threshold(p.SuccessThreshold),
+		target:           t,
+		run:              run,
+		metrics:          metricsFor(t.Container, kind),
+	}
+	go func() {
+		defer close(done)
+		s.loop(ctx, out)
+	}()
+	return done
+}
+
+// threshold reads a defaulted threshold; a missing or non-positive one acts as 1.
+func threshold(n *int) int {
+	if n == nil || *n < 1 {
+		return 1
+	}
+	return *n
+}
+
+// schedule is one running probe: its settings and counters, owned by its goroutine.
+type schedule struct {
+	kind             Kind
+	handler          spec.Handler
+	limit            restart.TimeLimit
+	failureThreshold int
+	successThreshold int
+	target           Target
+	run              uint64
+	metrics          probeMetrics
+
+	successes, failures int
+	healthy             bool
+}
+
+// loop waits for the initial delay, then checks once per period, measured from the
+// start of one check to the start of the next, until ctx is done.
+func (s *schedule) loop(ctx context.Context, out chan<- Event) {
+	timer := time.NewTimer(s.limit.InitialDelay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		started := time.Now()
+		result := Check(ctx, s.handler, s.target, s.limit.MaxExecution)
+		if ctx.Err() != nil {
+			return // cancelled mid-check: the result says nothing about the target
+		}
+		s.metrics.record(result)
+		ev := s.apply(result)
+		select {
+		case out <- ev:
+		case <-ctx.Done():
+			return
+		}
+		// Counters are updated first, then the period is computed from them
+		// (SPEC.md §2.2); a check that outlasted its period is followed at once.
+		timer.Reset(s.limit.Wait(s.successes, started, time.Now()))
+	}
+}
+
+// apply counts result against the thresholds and returns the event to report.
+func (s *schedule) apply(result Result) Event {
+	if result.OK {
+		s.successes++
+		s.failures = 0
+		if s.successes >= s.successThreshold {
+			s.healthy = true
+		}
+	} else {
+		s.failures++
+		s.successes = 0
+		if s.failures >= s.failureThreshold {
+			s.healthy = false
+		}
+	}
+	return Event{
+		Kind:      s.kind,
+		Run:       s.run,
+		Result:    result,
+		Healthy:   s.healthy,
+		Failed:    s.failures >= s.failureThreshold,
+		Successes: s.successes,
+		Failures:  s.failures,
+	}
 }

@@ -1,74 +1,278 @@
 // Package proc starts processes in their own process groups and owns wait4: one
 // reaper collects every exit, hands the statuses of processes started here to their
 // waiters and discards those of orphans, so no exit status is ever stolen.
+//
+// Nothing else in the program may wait for children (os/exec's Wait, os.Process.Wait):
+// every child must be started through Start or Run.
 package proc
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Cmd is a process to start in a new process group (pgid = pid).
 type Cmd struct {
-	Argv []string // Argv[0] is looked up in PATH of Env when it has no slash
-	Env  []string
-	Dir  string
+	// Argv[0] is looked up in PATH of Env when it has no slash (in the standard
+	// /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin when Env has no
+	// PATH; empty and relative PATH entries are skipped). A path with a slash is used
+	// as is; a relative one is relative to Dir.
+	Argv []string
+	Env  []string // the complete environment of the process
+	Dir  string   // working directory; "" is this process's
 	// Stdout and Stderr receive the output. nil discards it; an *os.File is given to
 	// the child directly; any other writer is fed through a pipe by a goroutine that
-	// copies in fixed-size chunks.
+	// copies in fixed-size chunks (32 KiB), and when the pipe ends (every holder of
+	// it closed it) that goroutine calls the writer's Flush() error method if it has
+	// one. The writer is never closed. Stdout and Stderr that are the same writer
+	// share one pipe. Stdin is /dev/null.
 	Stdout io.Writer
 	Stderr io.Writer
 }
 
 // Exit is how a process ended, or why it never started.
 type Exit struct {
-	Code     int            // exit code; -1 when killed by a signal or never started
-	Signal   syscall.Signal // the signal that killed it, else 0
-	StartErr error          // non-nil when it could not start (missing executable, bad dir, ...)
-	TimedOut bool           // Run killed it at its time limit
+	Code      int            // exit code; -1 when killed by a signal or never started
+	Signal    syscall.Signal // the signal that killed it, else 0
+	StartErr  error          // non-nil when it could not start (missing executable, bad dir, ...)
+	TimedOut  bool           // Run killed it at its time limit
+	TimeLimit time.Duration  // the time limit Run enforced when TimedOut
 }
 
 // Status is the shell-style exit status: Code, 128+Signal, or 127/126 when the
 // command could not start (not found / any other start error).
-func (e Exit) Status() int { panic("TODO") }
+func (e Exit) Status() int {
+	switch {
+	case e.StartErr != nil && (errors.Is(e.StartErr, fs.ErrNotExist) || errors.Is(e.StartErr, exec.ErrNotFound)):
+		return 127
+	case e.StartErr != nil:
+		return 126
+	case e.Signal != 0:
+		return 128 + int(e.Signal)
+	}
+	return e.Code
+}
 
 // Success reports a normal exit with code 0.
-func (e Exit) Success() bool { panic("TODO") }
+func (e Exit) Success() bool {
+	return e.StartErr == nil && !e.TimedOut && e.Signal == 0 && e.Code == 0
+}
 
 // String describes the exit for logs and status reasons: "exit code 1",
 // "killed by SIGKILL", "timed out after 1s", "cannot start: exec: \"x\": not found".
-func (e Exit) String() string { panic("TODO") }
+func (e Exit) String() string {
+	switch {
+	case e.StartErr != nil:
+		return "cannot start: " + e.StartErr.Error()
+	case e.TimedOut && e.TimeLimit > 0:
+		return "timed out after " + e.TimeLimit.String()
+	case e.TimedOut:
+		return "timed out"
+	case e.Signal != 0:
+		return "killed by " + signalName(e.Signal)
+	}
+	return "exit code " + strconv.Itoa(e.Code)
+}
+
+func signalName(sig syscall.Signal) string {
+	if name := unix.SignalName(sig); name != "" {
+		return name
+	}
+	return "signal " + strconv.Itoa(int(sig))
+}
 
 // Process is a started process.
-type Process struct{}
+type Process struct {
+	pid  int
+	done chan struct{}
+	// exit is written by the reaper before it closes done.
+	exit Exit
+	// reaped is guarded by reapMu.
+	reaped bool
+
+	outputDone chan struct{}
+	pipes      []*os.File // read ends of the output pipes, closed by their copiers
+}
 
 // Start starts c in its own process group and registers it with the reaper before
 // anyone can reap it. An error means nothing was started.
-func Start(c Cmd) (*Process, error) { panic("TODO") }
+func Start(c Cmd) (*Process, error) {
+	if len(c.Argv) == 0 {
+		return nil, errors.New("empty command")
+	}
+	path, err := lookPath(c.Argv[0], c.Env)
+	if err != nil {
+		return nil, err
+	}
+	if c.Dir != "" {
+		if err := checkDir(c.Dir); err != nil {
+			return nil, err
+		}
+	}
+	out, err := openOutputs(c.Stdout, c.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	// The child's ends are ours to close whatever happens; the read ends go to the
+	// copiers on success.
+	defer out.closeChildEnds()
+
+	startReaper()
+	p := &Process{done: make(chan struct{}), outputDone: make(chan struct{})}
+	attr := &syscall.ProcAttr{
+		Dir:   c.Dir,
+		Env:   c.Env,
+		Files: out.childFds(),
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	}
+	reapMu.Lock()
+	pid, err := syscall.ForkExec(path, c.Argv, attr)
+	if err == nil {
+		p.pid = pid
+		running[pid] = p
+	}
+	reapMu.Unlock()
+	if err != nil {
+		out.closeReadEnds()
+		return nil, &fs.PathError{Op: "fork/exec", Path: path, Err: err}
+	}
+	p.pipes = out.startCopiers(p.outputDone)
+	return p, nil
+}
 
 // Pid is the process id, which is also its process group id.
-func (p *Process) Pid() int { panic("TODO") }
+func (p *Process) Pid() int { return p.pid }
 
 // Done is closed once the process has exited and been reaped (not when its output
 // ends: a grandchild holding the pipe does not keep it alive).
-func (p *Process) Done() <-chan struct{} { panic("TODO") }
+func (p *Process) Done() <-chan struct{} { return p.done }
 
-// Exit is valid after Done is closed.
-func (p *Process) Exit() Exit { panic("TODO") }
+// Exit is valid after Done is closed; before, it is Exit{Code: -1}.
+func (p *Process) Exit() Exit {
+	select {
+	case <-p.done:
+		return p.exit
+	default:
+		return Exit{Code: -1}
+	}
+}
+
+// OutputDone is closed once the output copiers have finished: every holder of the
+// output pipes closed them (the process and whatever inherited them) or CloseOutput
+// was called, and a Flush of the writers was done. It is closed at start when no
+// output goes through a pipe.
+func (p *Process) OutputDone() <-chan struct{} { return p.outputDone }
+
+// CloseOutput stops copying the output: it closes the read ends of the output pipes,
+// so a descendant that escaped the process group and keeps them open cannot hold the
+// copiers forever. What it writes afterwards gets EPIPE.
+func (p *Process) CloseOutput() {
+	for _, r := range p.pipes {
+		r.Close() // the copier's Read returns; a second Close only returns ErrClosed
+	}
+}
 
 // Signal sends sig to the root process only. Signalling an exited process is not an error.
-func (p *Process) Signal(sig syscall.Signal) error { panic("TODO") }
+func (p *Process) Signal(sig syscall.Signal) error {
+	reapMu.Lock()
+	defer reapMu.Unlock()
+	if p.reaped {
+		return nil
+	}
+	// Not reaped while we hold reapMu: the pid is still ours (alive or a zombie).
+	if err := unix.Kill(p.pid, sig); err != nil && err != unix.ESRCH {
+		return fmt.Errorf("signal %s to pid %d: %w", signalName(sig), p.pid, err)
+	}
+	return nil
+}
 
 // SignalGroup sends sig to the whole process group. A group with no members left is not an error.
-func (p *Process) SignalGroup(sig syscall.Signal) error { panic("TODO") }
+func (p *Process) SignalGroup(sig syscall.Signal) error {
+	reapMu.Lock()
+	defer reapMu.Unlock()
+	if p.reaped {
+		// The pid stays allocated while any process still has it as its pgid, so if
+		// some process has that pid now, our group is empty and the pid was reused:
+		// that is someone else's process (and maybe group).
+		if err := unix.Kill(p.pid, 0); err != unix.ESRCH {
+			return nil
+		}
+	}
+	if err := unix.Kill(-p.pid, sig); err != nil && err != unix.ESRCH {
+		return fmt.Errorf("signal %s to process group %d: %w", signalName(sig), p.pid, err)
+	}
+	return nil
+}
+
+// outputGrace is how long Run waits, after it killed the process group, for the output
+// pipes to end before it closes them (a descendant outside the group may hold them).
+const outputGrace = time.Second
 
 // Run starts c, waits for it to exit, SIGKILLs its group when timeout (0: none)
 // passes or ctx is done, and once it has exited SIGKILLs whatever it left behind in
 // its process group. A start failure is reported in Exit.StartErr, not as error.
-func Run(ctx context.Context, c Cmd, timeout time.Duration) Exit { panic("TODO") }
+// When Run returns, the output has been copied to c.Stdout and c.Stderr.
+func Run(ctx context.Context, c Cmd, timeout time.Duration) Exit {
+	p, err := Start(c)
+	if err != nil {
+		return Exit{Code: -1, StartErr: err}
+	}
+	var expired <-chan time.Time
+	if timeout > 0 {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		expired = timer.C
+	}
+	timedOut := false
+	select {
+	case <-p.Done():
+	case <-expired:
+		select {
+		case <-p.Done(): // exited just as the timer fired: that is not a timeout
+		default:
+			timedOut = true
+		}
+	case <-ctx.Done():
+	}
+	// On timeout or cancellation this kills the process; after an exit, whatever it
+	// left in its group. A fork racing with the kill fails, so nothing survives it.
+	p.SignalGroup(syscall.SIGKILL)
+	<-p.Done()
+
+	grace := time.NewTimer(outputGrace)
+	defer grace.Stop()
+	select {
+	case <-p.OutputDone():
+	case <-grace.C:
+		p.CloseOutput()
+		<-p.OutputDone()
+	}
+
+	e := p.Exit()
+	if timedOut {
+		e.TimedOut = true
+		e.TimeLimit = timeout
+	}
+	return e
+}
 
 // BecomeSubreaper makes this process a child subreaper (PR_SET_CHILD_SUBREAPER), so
-// orphans of its descendants are reparented to it and reaped here.
-func BecomeSubreaper() error { panic("TODO") }
+// orphans of its descendants are reparented to it and reaped here. It also starts the
+// reaper, so orphans are reaped even before the first Start.
+func BecomeSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("become child subreaper: %w", err)
+	}
+	startReaper()
+	return nil
+}

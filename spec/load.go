@@ -1,5 +1,19 @@
 package spec
 
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+)
+
+// MaxFileSize bounds a spec file; a bigger one is rejected before it is read.
+const MaxFileSize = 4 << 20
+
 // Options are the inputs of Load besides the file itself.
 type Options struct {
 	Vars     map[string]string // --var NAME=VALUE, added to the substitution variables
@@ -12,5 +26,146 @@ type Options struct {
 // reads its env_files and value_from secrets, and returns the resolved spec. The error
 // is either a one-line error naming the file or *Errors listing every field error.
 func Load(path string, opts Options) (*Spec, error) {
-	panic("not implemented")
+	data, err := readSpecFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return loadData(data, path, filepath.Dir(abs), opts)
 }
+
+// loadData is Load after reading: data is the file's content, specDir its absolute
+// directory.
+func loadData(data []byte, path, specDir string, opts Options) (*Spec, error) {
+	if err := checkText(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c := newCollector()
+	s, err := decode(data, c)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s.path = path
+	resolve(s, opts, specDir, c)
+	if err := c.result(path); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// resolve runs every step after decoding: defaults, validation with substitution,
+// env files and secrets, and the base environment.
+func resolve(s *Spec, opts Options, specDir string, c *collector) {
+	applyDefaults(s, opts.Hostname, specDir)
+	vars := newVariables(s, opts.Hostname, opts.Vars, c)
+	(&checker{c: c, vars: vars, s: s}).check()
+	s.vars = vars.all()
+
+	e := newEnvList()
+	e.setEnviron(opts.Environ)
+	for _, name := range sortedKeys(s.vars) {
+		e.set(name, s.vars[name])
+	}
+	for _, name := range sortedKeys(opts.Limits) {
+		e.set(name, opts.Limits[name])
+	}
+	for i, f := range s.EnvFiles {
+		if f == "" {
+			continue // reported by the checker
+		}
+		if err := readEnvFile(s.WorkDir(f), e); err != nil {
+			c.addf(index("env_files", i), "%v", err)
+		}
+	}
+	readSecrets(s, "env", s.Env, c)
+	e.setVars(s.Env)
+	s.baseEnv = e.strings()
+
+	for i := range s.InitContainers {
+		readSecrets(s, join(index("init_containers", i), "env"), s.InitContainers[i].Env, c)
+	}
+	for i := range s.Containers {
+		readSecrets(s, join(index("containers", i), "env"), s.Containers[i].Env, c)
+	}
+}
+
+// readSecrets reads the value_from files of an env list into their secret fields.
+func readSecrets(s *Spec, path string, vars []EnvVar, c *collector) {
+	for i := range vars {
+		v := &vars[i]
+		if v.ValueFrom == nil || v.ValueFrom.File == "" {
+			continue
+		}
+		secret, err := readSecret(s.WorkDir(v.ValueFrom.File))
+		if err != nil {
+			c.addf(join(index(path, i), "value_from.file"), "cannot read the secret: %v", err)
+			continue
+		}
+		v.secret = secret
+	}
+}
+
+// readSpecFile reads a spec file, refusing what cannot be one: a directory or other
+// non-regular file, anything over MaxFileSize (without reading it), an empty file,
+// binary data and text that is not UTF-8.
+func readSpecFile(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	switch {
+	case st.IsDir():
+		return nil, errors.New("is a directory, not a spec file")
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	case st.Size() > MaxFileSize:
+		return nil, fmt.Errorf("too large for a spec (%d bytes, at most %d)", st.Size(), MaxFileSize)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	defer f.Close()
+	// The size may change between Stat and Open: read at most one byte too many.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	switch {
+	case err != nil:
+		return nil, unwrapPath(err)
+	case len(data) > MaxFileSize:
+		return nil, fmt.Errorf("too large for a spec (more than %d bytes)", MaxFileSize)
+	}
+	return data, nil
+}
+
+// checkText refuses content that cannot be a spec: empty, binary or not UTF-8.
+func checkText(data []byte) error {
+	switch {
+	case len(bytes.TrimSpace(data)) == 0:
+		return errors.New("the file is empty")
+	case bytes.IndexByte(data, 0) >= 0:
+		return errors.New("binary data (a NUL byte), not a YAML or JSON spec")
+	case !utf8.Valid(data):
+		return errors.New("not UTF-8 text, not a YAML or JSON spec")
+	}
+	return nil
+}
+
+// unwrapPath drops the path from *fs.PathError: the caller names the file.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
+// Path is the spec file, as given to Load.
+func (s *Spec) Path() string { return s.path }
+
+// Vars is every substitution variable: BSCONFIG_INAME, BSCONFIG_IDIR, BSCONFIG_IHOST,
+// BSCONFIG_IPORT (when instance.port is set) and the BSCONFIG_IPORT_PLUS_N the spec
+// uses, instance.vars and --var. They are also in every process's environment.
+func (s *Spec) Vars() map[string]string { return maps.Clone(s.vars) }

@@ -18,8 +18,9 @@ type Spec struct {
 	Containers       []Container       `yaml:"containers" json:"containers"`
 
 	// Filled by Load, not part of the document.
-	path    string   // the spec file, for messages
-	baseEnv []string // tend's env + variables + cgroup limits + env_files + env, later wins
+	path    string            // the spec file, for messages
+	vars    map[string]string // every substitution variable, for Vars
+	baseEnv []string          // tend's env + variables + cgroup limits + env_files + env, later wins
 }
 
 // Instance is the instance-wide section.

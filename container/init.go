@@ -1,0 +1,86 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tend-sh/tend/proc"
+	"github.com/tend-sh/tend/restart"
+	"github.com/tend-sh/tend/spec"
+)
+
+// RunUntilSuccess runs a command again and again until it exits 0, by its time_limit:
+// after initial_delay, each run bounded by max_execution_time, the period measured
+// from the start of one run to the start of the next. attempt is called after every
+// run. It returns nil on success or ctx's error once ctx is done.
+func RunUntilSuccess(ctx context.Context, argv func() ([]string, error), c proc.Cmd, tl restart.TimeLimit, attempt func(proc.Exit)) error {
+	if !sleepCtx(ctx, tl.InitialDelay) {
+		return ctx.Err()
+	}
+	for {
+		started := time.Now()
+		var e proc.Exit
+		args, err := argv()
+		if err != nil {
+			e = proc.Exit{Code: -1, StartErr: err}
+		} else {
+			c.Argv = args
+			e = proc.Run(ctx, c, tl.MaxExecution)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		attempt(e)
+		if e.Success() {
+			return nil
+		}
+		// Consecutive successes are 0 while retrying, so the period stays at step 0.
+		if !sleepCtx(ctx, tl.Wait(0, started, time.Now())) {
+			return ctx.Err()
+		}
+	}
+}
+
+// runInit runs the container's init commands in order, each until it succeeds.
+func (l *loop) runInit(ctx context.Context) error {
+	for i := range l.sc.Init {
+		ic := &l.sc.Init[i]
+		name := fmt.Sprintf("%s/init[%d]", l.sc.Name, i)
+		attempts := 0
+		err := RunUntilSuccess(ctx,
+			func() ([]string, error) { return spec.Argv(ic.Command, l.cfg.Env) },
+			proc.Cmd{Env: l.cfg.Env, Dir: l.cfg.Dir, Stdout: l.c.lineWriter(name, l.cfg.Stdout), Stderr: l.c.lineWriter(name, l.cfg.Stderr)},
+			restart.FromSpec(ic.TimeLimit),
+			func(e proc.Exit) {
+				attempts++
+				ev := l.log.Info()
+				if !e.Success() {
+					ev = l.log.Warn()
+				}
+				ev.Int("init", i).Int("attempt", attempts).Str("exit", e.String()).Msg("init command finished")
+			})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outputWriter is where a container process's stream goes: prefixed lines to out and
+// to the log file. nil out discards.
+func (c *Container) outputWriter(out *Output) io.Writer {
+	return c.lineWriter(c.cfg.Spec.Name, out)
+}
+
+func (c *Container) lineWriter(name string, out *Output) io.Writer {
+	if out == nil && c.logFile == nil {
+		return nil
+	}
+	var file io.Writer
+	if c.logFile != nil {
+		file = c.logFile
+	}
+	return NewLineWriter(name, out, file)
+}

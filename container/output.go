@@ -1,0 +1,239 @@
+package container
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"gopkg.in/natefinch/lumberjack.v2"
+)
+
+// MaxLine is the most of an unfinished line a LineWriter holds; a longer line is
+// emitted in pieces of MaxLine bytes, each prefixed.
+const MaxLine = 64 << 10
+
+// maxBatch is how many bytes of prefixed lines a LineWriter collects from one Write
+// before passing them on: one Output write per batch instead of one per line, with
+// memory bounded however short the lines are.
+const maxBatch = 64 << 10
+
+// Output is tend's own stdout or stderr shared by all containers; each Write of a whole
+// line is atomic with respect to other containers.
+type Output struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewOutput serialises writes to w.
+func NewOutput(w io.Writer) *Output { return &Output{w: w} }
+
+// Write writes p, which should hold whole lines, with one write to the underlying
+// writer that no other Write interleaves with. A slow writer makes the others wait.
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.w.Write(p)
+}
+
+// LineWriter splits what a child writes into lines and writes each as "NAME | line\n"
+// to out and, when file is non-nil, the same prefixed line to file. It holds at most
+// MaxLine (64 KiB) of an unfinished line: a longer line is emitted in pieces of MaxLine
+// (each piece prefixed), so memory stays bounded whatever the child writes. Flush
+// emits an unfinished last line (with a newline appended); call it when the process's
+// output ends (proc's output copier does when the writer is a Cmd's Stdout or Stderr).
+//
+// Writes never fail, so the child's output keeps being drained: an error of out is
+// ignored (tend's stdout is gone), and an error of file is kept for Flush to report
+// while the lines still go to out. A LineWriter is safe for concurrent use.
+type LineWriter struct {
+	mu      sync.Mutex
+	prefix  []byte // "NAME | "
+	out     *Output
+	file    io.Writer
+	line    []byte // the unfinished line, at most MaxLine bytes
+	batch   []byte // complete prefixed lines not yet written
+	fileErr error  // the first error of file since the last Flush
+}
+
+// NewLineWriter writes the lines of one stream to out (nil: nowhere) and file (nil: none).
+func NewLineWriter(name string, out *Output, file io.Writer) *LineWriter {
+	return &LineWriter{prefix: []byte(name + " | "), out: out, file: file}
+}
+
+// Write takes any piece of output and passes on every line it completes.
+func (w *LineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			w.appendText(p)
+			break
+		}
+		w.endLine(p[:i])
+		p = p[i+1:]
+	}
+	w.writeBatch()
+	return n, nil
+}
+
+// Flush emits the unfinished line, if any, with a newline appended. It returns the
+// first error writing to the log file since the previous Flush.
+func (w *LineWriter) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.line) > 0 {
+		w.emit(w.line)
+		w.line = w.line[:0]
+	}
+	w.writeBatch()
+	err := w.fileErr
+	w.fileErr = nil
+	return err
+}
+
+// appendText adds text without a newline to the unfinished line. A full line is
+// emitted as a piece only when more text follows, so a line of exactly MaxLine bytes
+// and its newline make one line, not a piece and an empty line.
+func (w *LineWriter) appendText(text []byte) {
+	for len(text) > 0 {
+		if len(w.line) == MaxLine {
+			w.emit(w.line)
+			w.line = w.line[:0]
+		}
+		if w.line == nil {
+			w.line = make([]byte, 0, MaxLine) // never grows past this
+		}
+		n := min(MaxLine-len(w.line), len(text))
+		w.line = append(w.line, text[:n]...)
+		text = text[n:]
+	}
+}
+
+// endLine completes the unfinished line with text (no newline in it).
+func (w *LineWriter) endLine(text []byte) {
+	if len(w.line) == 0 && len(text) <= MaxLine {
+		w.emit(text) // the common case: a whole line within one Write, not copied twice
+		return
+	}
+	w.appendText(text)
+	w.emit(w.line)
+	w.line = w.line[:0]
+}
+
+// emit adds one prefixed line to the batch and passes the batch on once it is big.
+func (w *LineWriter) emit(text []byte) {
+	w.batch = append(w.batch, w.prefix...)
+	w.batch = append(w.batch, text...)
+	w.batch = append(w.batch, '\n')
+	if len(w.batch) >= maxBatch {
+		w.writeBatch()
+	}
+}
+
+// writeBatch passes the complete lines on: out first, so a failing log file cannot
+// cost the stdout line.
+func (w *LineWriter) writeBatch() {
+	if len(w.batch) == 0 {
+		return
+	}
+	if w.out != nil {
+		w.out.Write(w.batch) // nothing to do about a broken stdout but go on
+	}
+	if w.file != nil {
+		if _, err := w.file.Write(w.batch); err != nil && w.fileErr == nil {
+			w.fileErr = err
+		}
+	}
+	w.batch = w.batch[:0]
+}
+
+// OpenLog opens path (parent directories created, mode 0644 for the file) with size
+// rotation through lumberjack: maxSizeMB per file, maxFiles old files kept.
+func OpenLog(path string, maxSizeMB, maxFiles int) (io.WriteCloser, error) {
+	if maxSizeMB < 1 {
+		return nil, fmt.Errorf("open log %s: max size must be at least 1 MB, got %d", path, maxSizeMB)
+	}
+	if maxFiles < 0 {
+		return nil, fmt.Errorf("open log %s: max files must not be negative, got %d", path, maxFiles)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open log %s: %w", path, err)
+	}
+	// lumberjack creates files 0600 and gives rotated-to files the mode of the old one,
+	// so creating it here with 0644 sets the mode of every file of this log.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	switch {
+	case err == nil:
+		err = f.Chmod(0o644) // whatever the umask
+		if closeErr := f.Close(); err == nil {
+			err = closeErr
+		}
+	case errors.Is(err, fs.ErrExist):
+		err = nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open log %s: %w", path, err)
+	}
+	logger := &lumberjack.Logger{Filename: path, MaxSize: maxSizeMB, MaxBackups: maxFiles}
+	if maxFiles > 0 {
+		return logger, nil
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open log %s: %w", path, err)
+	}
+	return &noBackups{Logger: logger, size: info.Size(), max: int64(maxSizeMB) << 20}, nil
+}
+
+// noBackups deletes the rotated file after every rotation: lumberjack keeps all old
+// files when MaxBackups is 0, where the spec's max_files 0 means keep none.
+type noBackups struct {
+	*lumberjack.Logger
+	mu   sync.Mutex
+	size int64 // of the current file, as lumberjack counts it
+	max  int64
+}
+
+func (l *noBackups) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rotates := l.size+int64(len(p)) > l.max // lumberjack's rule
+	n, err := l.Logger.Write(p)
+	if rotates {
+		l.size = 0
+		removeBackups(l.Filename)
+	}
+	l.size += int64(n)
+	return n, err
+}
+
+// backupTimeFormat is the timestamp lumberjack puts in rotated file names:
+// NAME-2006-01-02T15-04-05.000.EXT.
+const backupTimeFormat = "2006-01-02T15-04-05.000"
+
+func removeBackups(path string) {
+	dir, base := filepath.Split(path)
+	ext := filepath.Ext(base)
+	prefix := strings.TrimSuffix(base, ext) + "-"
+	entries, _ := os.ReadDir(filepath.Clean(dir))
+	for _, e := range entries {
+		name := e.Name()
+		stamp, hasPrefix := strings.CutPrefix(name, prefix)
+		stamp, hasExt := strings.CutSuffix(stamp, ext)
+		if !hasPrefix || !hasExt || e.IsDir() {
+			continue
+		}
+		if _, err := time.Parse(backupTimeFormat, stamp); err == nil {
+			os.Remove(filepath.Join(dir, name))
+		}
+	}
+}

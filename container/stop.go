@@ -1,0 +1,275 @@
+package container
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tend-sh/tend/probes"
+	"github.com/tend-sh/tend/proc"
+	"github.com/tend-sh/tend/restart"
+	"github.com/tend-sh/tend/spec"
+)
+
+// Steps of the stop sequence shown in status while stopping (SPEC.md §3.4).
+const (
+	stepHandler   = "handler"
+	stepWaitAfter = "wait_after"
+	stepBarrier   = "barrier"
+	stepTerm      = "term"
+	stepKill      = "kill"
+	stepDestroy   = "destroy"
+)
+
+// stopEvent reports progress of a stop sequence to the container's loop.
+type stopEvent struct {
+	run  *stopRun
+	step string
+	done bool
+}
+
+// stopRun is one stop sequence, run in its own goroutine: the stop handler, the wait
+// after it, the TERM barrier, SIGTERM and SIGKILL, then the destroy policy. It only
+// reads the process; the loop keeps owning the container's state.
+type stopRun struct {
+	p       *proc.Process // nil when the process was not running
+	policy  *spec.StopPolicy
+	destroy *spec.Policy
+	waits   bool // term_barrier WAIT
+	barrier *Barrier
+	target  probes.Target
+	events  chan<- stopEvent
+	log     func(step string, kv ...any)
+
+	// kill is done once any stop operation asks to kill at once.
+	kill      context.Context
+	cancelAll context.CancelFunc
+	gone      <-chan struct{} // the loop has ended: nobody reads events any more
+
+	arrived bool
+}
+
+func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &stopRun{
+		p:         l.proc,
+		policy:    l.sc.StopPolicy,
+		destroy:   destroy,
+		waits:     l.sc.TermBarrier == spec.BarrierWait,
+		barrier:   op.Barrier,
+		target:    probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name},
+		events:    l.stopSteps,
+		kill:      ctx,
+		cancelAll: cancel,
+		gone:      l.c.done,
+	}
+	logger := l.log
+	r.log = func(step string, kv ...any) { logger.Info().Str("step", step).Fields(kv).Msg("stopping") }
+	r.addKill(op.Kill)
+	return r
+}
+
+// addKill makes a done kill context of another operation cancel this sequence too.
+func (r *stopRun) addKill(kill context.Context) {
+	if kill == nil {
+		return
+	}
+	context.AfterFunc(kill, r.cancelAll)
+}
+
+func (r *stopRun) step(name string) { r.send(stopEvent{run: r, step: name}) }
+
+func (r *stopRun) send(ev stopEvent) {
+	select {
+	case r.events <- ev:
+	case <-r.gone:
+	}
+}
+
+func (r *stopRun) run() {
+	defer r.send(stopEvent{run: r, done: true})
+	defer r.cancelAll()
+	if r.p != nil {
+		r.stopProcess()
+	}
+	r.arrive() // whatever happened, never leave a WAIT container waiting for us
+	if r.destroy != nil && r.kill.Err() == nil {
+		r.runDestroy()
+	}
+}
+
+// arrive tells the barrier this container has reached its TERM. WAIT containers are
+// not counted by the barrier.
+func (r *stopRun) arrive() {
+	if !r.waits && !r.arrived {
+		r.arrived = true
+		r.barrier.Arrive()
+	}
+}
+
+func (r *stopRun) stopProcess() {
+	pol := r.policy
+	tl := restart.FromSpec(pol.TimeLimit)
+	maxTries := max(1, deref(pol.MaxTries))
+	if pol.UnixSignal != nil {
+		sig := signalNumber(pol.UnixSignal.Signal)
+		r.step(stepHandler)
+		r.arrive() // its signal is the termination request
+		for try := 1; try <= maxTries; try++ {
+			r.log(stepHandler, "signal", signalName(sig), "try", try)
+			_ = r.p.Signal(sig)
+			// After each try, the last included, wait one period for the exit.
+			if r.waitExit(tl.Period(try)) {
+				return
+			}
+		}
+		r.killGroup()
+		return
+	}
+	succeeded := false
+	if pol.Exec != nil || pol.HTTPGet != nil {
+		r.step(stepHandler)
+		for try, failures := 1, 0; try <= maxTries; try++ {
+			started := time.Now()
+			res := probes.Check(r.kill, pol.Handler, r.target, tl.MaxExecution)
+			if res.OK {
+				r.log(stepHandler, "try", try, "result", "success")
+				succeeded = true
+				break
+			}
+			failures++
+			r.log(stepHandler, "try", try, "result", res.Detail)
+			if try == maxTries {
+				break
+			}
+			if r.waitExit(tl.Wait(failures, started, time.Now())) {
+				return
+			}
+		}
+		if r.exited() {
+			return
+		}
+	}
+	if succeeded && deref64(pol.WaitAfterMs) > 0 {
+		r.step(stepWaitAfter)
+		if r.waitExit(spec.Ms(pol.WaitAfterMs)) {
+			return
+		}
+	}
+	r.arrive()
+	if r.waits {
+		r.step(stepBarrier)
+		select {
+		case <-r.barrier.Open():
+		case <-r.p.Done():
+			return
+		case <-r.kill.Done():
+		}
+	}
+	r.step(stepTerm)
+	r.log(stepTerm)
+	_ = r.p.SignalGroup(syscall.SIGTERM)
+	if r.waitExit(spec.Ms(pol.TermTimeoutMs)) {
+		return
+	}
+	r.killGroup()
+}
+
+// waitExit waits up to d for the process to exit and reports whether it has. A kill
+// request SIGKILLs the group and waits for the exit.
+func (r *stopRun) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.p.Done():
+		return true
+	case <-t.C:
+		return false
+	case <-r.kill.Done():
+		r.killGroup()
+		return true
+	}
+}
+
+func (r *stopRun) exited() bool {
+	select {
+	case <-r.p.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *stopRun) killGroup() {
+	r.step(stepKill)
+	r.log(stepKill)
+	_ = r.p.SignalGroup(syscall.SIGKILL)
+	<-r.p.Done()
+}
+
+// runDestroy runs the destroy policy: after initial_delay_ms, up to max_tries, the
+// time_limit period between tries. A kill request abandons it.
+func (r *stopRun) runDestroy() {
+	d := r.destroy
+	tl := restart.FromSpec(d.TimeLimit)
+	r.step(stepDestroy)
+	if !sleepCtx(r.kill, tl.InitialDelay) {
+		return
+	}
+	maxTries := max(1, deref(d.MaxTries))
+	for try, failures := 1, 0; try <= maxTries; try++ {
+		started := time.Now()
+		res := probes.Check(r.kill, d.Handler, r.target, tl.MaxExecution)
+		if res.OK {
+			r.log(stepDestroy, "try", try, "result", "success")
+			return
+		}
+		failures++
+		r.log(stepDestroy, "try", try, "result", res.Detail)
+		if try < maxTries && !sleepCtx(r.kill, tl.Wait(failures, started, time.Now())) {
+			return
+		}
+	}
+}
+
+// sleepCtx waits d unless ctx is done first; it reports whether the whole d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func deref64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// signalName is "SIGTERM" for syscall.SIGTERM.
+func signalName(sig syscall.Signal) string {
+	if name := unix.SignalName(sig); name != "" {
+		return name
+	}
+	return sig.String()
+}
+
+// signalNumber turns "SIGINT" or "INT" (validated by spec) into a signal.
+func signalNumber(name string) syscall.Signal {
+	name = strings.ToUpper(name)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	return unix.SignalNum(name)
+}

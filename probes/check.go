@@ -1,0 +1,203 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tend-sh/tend/proc"
+	"github.com/tend-sh/tend/spec"
+)
+
+// MaxBody is how much of an HTTP answer is read to compare with expected_answer. A
+// longer body cannot equal an expected answer short enough to write in a spec.
+const MaxBody = 64 << 10
+
+// Host defaults of SPEC.md §4: HTTP asks localhost, TCP connects to the IPv6 loopback
+// only, as pod_agent does (a server listening only on 127.0.0.1 fails it).
+const (
+	defaultHTTPHost = "localhost"
+	defaultTCPHost  = "::1"
+)
+
+// httpClient is shared by every HTTP check: one Transport, so a check allocates no
+// pool and starts no idle-connection goroutines. Keep-alive is off, as in kubelet's
+// prober: every check opens its own connection, so a server whose accept loop is
+// stuck fails its probe instead of being answered over an old connection, and no
+// idle connections to restarted servers are kept around.
+var httpClient = &http.Client{
+	Transport: &http.Transport{
+		Proxy:                  nil, // never send a probe of localhost through HTTP_PROXY
+		DialContext:            (&net.Dialer{}).DialContext,
+		DisableKeepAlives:      true,
+		DisableCompression:     true, // compare the body the server sent
+		MaxResponseHeaderBytes: MaxBody,
+	},
+	// A redirect is an answer in 200–399, not something to follow: a probe checks
+	// this server, not the one it points at.
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// Check runs handler h once, bounded by timeout (0: none): http_get, tcp_socket or
+// exec. unix_signal is not a check and is handled by the container.
+func Check(ctx context.Context, h spec.Handler, t Target, timeout time.Duration) Result {
+	start := time.Now()
+	var detail string
+	switch {
+	case h.HTTPGet != nil:
+		detail = checkHTTP(ctx, *h.HTTPGet, timeout)
+	case h.TCPSocket != nil:
+		detail = checkTCP(ctx, *h.TCPSocket, timeout)
+	case h.Exec != nil:
+		detail = checkExec(ctx, *h.Exec, t, timeout)
+	default:
+		detail = "no http_get, tcp_socket or exec handler"
+	}
+	return Result{OK: detail == "", Detail: detail, Duration: time.Since(start)}
+}
+
+// withTimeout bounds ctx by timeout; 0 means no bound.
+func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
+// checkHTTP returns "" on success, else why it failed.
+func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration) string {
+	hostPort, err := address(h.Host, defaultHTTPHost, h.Port)
+	if err != nil {
+		return err.Error()
+	}
+	path := h.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	checkCtx, cancel := withTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(checkCtx, http.MethodGet, "http://"+hostPort+path, nil)
+	if err != nil {
+		return fmt.Sprintf("bad url: %v", err)
+	}
+	req.Header.Set("User-Agent", "tend-probe")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return failure(ctx, checkCtx, timeout, hostPort, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 399 {
+		return fmt.Sprintf("HTTP %d", resp.StatusCode)
+	}
+	if h.Any || h.ExpectedAnswer == "" {
+		// The body is not needed; closing the connection unread is cheaper.
+		return ""
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
+	if err != nil {
+		return failure(ctx, checkCtx, timeout, hostPort, err)
+	}
+	if len(body) > MaxBody {
+		return fmt.Sprintf("HTTP %d, body longer than %d bytes does not match expected answer", resp.StatusCode, MaxBody)
+	}
+	if string(body) != h.ExpectedAnswer {
+		return fmt.Sprintf("HTTP %d, body %s does not match expected answer", resp.StatusCode, quoteShort(body))
+	}
+	return ""
+}
+
+// checkTCP returns "" when a connection is established, else why not.
+func checkTCP(ctx context.Context, h spec.TCPSocket, timeout time.Duration) string {
+	hostPort, err := address(h.Host, defaultTCPHost, h.Port)
+	if err != nil {
+		return err.Error()
+	}
+	checkCtx, cancel := withTimeout(ctx, timeout)
+	defer cancel()
+	var dialer net.Dialer
+	conn, err := dialer.DialContext(checkCtx, "tcp", hostPort)
+	if err != nil {
+		return failure(ctx, checkCtx, timeout, hostPort, err)
+	}
+	// Close with RST rather than FIN: the connection carries nothing, and at hundreds
+	// of probes a second TIME_WAIT sockets would pile up on our side (kubelet does the same).
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+	return ""
+}
+
+// argv turns a command into an argument vector. It is a variable so that the
+// splitting of string commands stays in spec.
+var argv = spec.Argv
+
+// checkExec returns "" when the command exits 0, else how it ended.
+func checkExec(ctx context.Context, h spec.Exec, t Target, timeout time.Duration) string {
+	args, err := argv(h.Command, t.Env)
+	if err != nil {
+		return fmt.Sprintf("bad command: %v", err)
+	}
+	exit := proc.Run(ctx, proc.Cmd{Argv: args, Env: t.Env, Dir: t.Dir}, timeout)
+	switch {
+	case exit.Success():
+		return ""
+	case exit.TimedOut:
+		return fmt.Sprintf("timed out after %s", timeout)
+	case ctx.Err() != nil:
+		return "cancelled"
+	}
+	return exit.String()
+}
+
+// address joins host (default def; an IPv6 literal may come with or without
+// brackets) and a decimal port.
+func address(host, def, port string) (string, error) {
+	if host == "" {
+		host = def
+	}
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("bad port %q", port)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n)), nil
+}
+
+// failure describes a failed request or connect: our timeout, the caller's
+// cancellation, a refused connection, or the error itself without URL noise.
+func failure(parent, checkCtx context.Context, timeout time.Duration, hostPort string, err error) string {
+	switch {
+	case parent.Err() != nil:
+		return "cancelled"
+	case errors.Is(checkCtx.Err(), context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Sprintf("timed out after %s", timeout)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused by " + hostPort
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return err.Error()
+}
+
+// quoteShort quotes a body for a message, cut to a length that fits a status line.
+func quoteShort(body []byte) string {
+	const max = 64
+	if len(body) > max {
+		return strconv.Quote(string(body[:max])) + "..."
+	}
+	return strconv.Quote(string(body))
+}

@@ -1,0 +1,346 @@
+package probes
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tend-sh/tend/spec"
+)
+
+// scripted serves 200 "All ok" or 500 by the index of the request in answers
+// (true: healthy); requests past the end repeat the last answer. Every request is
+// recorded in the returned hits.
+func scripted(t *testing.T, answers ...bool) (*httptest.Server, *hits) {
+	t.Helper()
+	h := newHits()
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := h.add()
+		if i >= len(answers) {
+			i = len(answers) - 1
+		}
+		if !answers[i] {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, "error")
+			return
+		}
+		fmt.Fprint(w, "All ok")
+	}))
+	t.Cleanup(server.Close)
+	return server, h
+}
+
+func allOK(t *testing.T, server *httptest.Server) spec.Handler {
+	h := httpGet(t, server, "/healthz")
+	h.ExpectedAnswer = "All ok"
+	return spec.Handler{HTTPGet: h}
+}
+
+// The seed 004 HTTP liveness example: the server answers "All ok" for a while and
+// then 500, so the probe turns healthy and then unhealthy.
+func TestSeedHTTPLiveness(t *testing.T) {
+	var broken atomic.Bool
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if broken.Load() {
+			w.WriteHeader(500)
+			fmt.Fprint(w, "error: 10.5")
+			return
+		}
+		fmt.Fprint(w, "All ok")
+	}))
+	defer server.Close()
+	p := probeSpec(allOK(t, server), fixed(20), 1, 1)
+	events, _, _ := started(t, Liveness, p, Target{Container: "seed"}, 7)
+
+	ev := nextEvent(t, events, 5*time.Second)
+	if !ev.Result.OK || !ev.Healthy || ev.Kind != Liveness || ev.Run != 7 {
+		t.Fatalf("first event %+v, want a healthy liveness success of run 7", ev)
+	}
+	broken.Store(true)
+	for {
+		ev = nextEvent(t, events, 5*time.Second)
+		if !ev.Result.OK {
+			break
+		}
+	}
+	if ev.Healthy || !ev.Failed || ev.Result.Detail != "HTTP 500" {
+		t.Errorf("event after the server broke %+v, want unhealthy, failed, \"HTTP 500\"", ev)
+	}
+}
+
+func TestThresholds(t *testing.T) {
+	// failure_threshold 3, success_threshold 2.
+	answers := []bool{true, true, false, false, false, true, true, false}
+	wantHealthy := []bool{false, true, true, true, false, false, true, true}
+	wantFailed := []bool{false, false, false, false, true, false, false, false}
+	server, _ := scripted(t, answers...)
+	p := probeSpec(allOK(t, server), fixed(5), 3, 2)
+	events, _, _ := started(t, Readiness, p, Target{}, 1)
+	for i, ok := range answers {
+		ev := nextEvent(t, events, 5*time.Second)
+		if ev.Result.OK != ok || ev.Healthy != wantHealthy[i] || ev.Failed != wantFailed[i] {
+			t.Fatalf("check %d: {OK: %v, Healthy: %v, Failed: %v}, want {OK: %v, Healthy: %v, Failed: %v} (%+v)",
+				i, ev.Result.OK, ev.Healthy, ev.Failed, ok, wantHealthy[i], wantFailed[i], ev)
+		}
+		if ev.Kind != Readiness {
+			t.Fatalf("check %d: kind %v, want readiness", i, ev.Kind)
+		}
+	}
+}
+
+func TestFailuresBeforeFirstSuccess(t *testing.T) {
+	server, _ := scripted(t, false)
+	p := probeSpec(allOK(t, server), fixed(5), 2, 1)
+	events, _, _ := started(t, Liveness, p, Target{}, 1)
+	first, second := nextEvent(t, events, 5*time.Second), nextEvent(t, events, 5*time.Second)
+	if first.Healthy || first.Failed || first.Failures != 1 {
+		t.Errorf("first failure %+v, want not healthy, not yet failed, 1 failure", first)
+	}
+	if second.Healthy || !second.Failed || second.Failures != 2 {
+		t.Errorf("second failure %+v, want failed with 2 failures", second)
+	}
+}
+
+// The period grows with consecutive successes (min 10, scale 10, back_off 3, max
+// 400: 20, 40, 100, 280, 400 ms) and snaps back to the minimum after a failure.
+func TestPeriodGrowsAndResets(t *testing.T) {
+	server, hits := scripted(t, true, true, true, true, true, false, true, true)
+	l := limits{minPeriod: 10, maxPeriod: 400, scale: 10, backOff: 3, maxExecution: 1000}
+	p := probeSpec(allOK(t, server), l, 1, 1)
+	events := make(chan Event, 16) // nobody needs to read them
+	ctx, cancel := context.WithCancel(context.Background())
+	done := Start(ctx, Readiness, p, Target{}, 1, events)
+	defer func() { cancel(); <-done }()
+
+	times := hits.wait(t, 8, 10*time.Second)
+	gaps := make([]time.Duration, len(times)-1)
+	for i := range gaps {
+		gaps[i] = times[i+1].Sub(times[i])
+	}
+	// gaps[i] follows check i; successes after it: 1..5, then 0 (the failure), 1.
+	periods := []time.Duration{20, 40, 100, 280, 400, 20, 20}
+	const skew = 10 * time.Millisecond // the server sees a request a little after its start
+	for i, period := range periods {
+		if period *= time.Millisecond; gaps[i] < period-skew {
+			t.Errorf("gap %d = %v, shorter than its period %v (all gaps %v)", i, gaps[i], period, gaps)
+		}
+	}
+	if !(gaps[0] < gaps[3] && gaps[3] < gaps[4]+skew && gaps[1] < gaps[4]) {
+		t.Errorf("gaps do not grow with successes: %v", gaps)
+	}
+	if gaps[5] >= gaps[4] || gaps[6] >= gaps[4] {
+		t.Errorf("gaps after the failure %v, %v are not back to the minimum below %v (all gaps %v)", gaps[5], gaps[6], gaps[4], gaps)
+	}
+}
+
+// A check that takes longer than the period is followed at once, not a period later.
+func TestSlowCheckFollowedAtOnce(t *testing.T) {
+	hits := newHits()
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.add()
+		select { // a slow answer, not synchronisation
+		case <-time.After(300 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	}))
+	defer server.Close()
+	p := probeSpec(spec.Handler{HTTPGet: httpGet(t, server, "/")}, fixed(200), 1, 1)
+	events := make(chan Event, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := Start(ctx, Readiness, p, Target{}, 1, events)
+	defer func() { cancel(); <-done }()
+
+	times := hits.wait(t, 3, 10*time.Second)
+	for i := 1; i < len(times); i++ {
+		// At once: about 300ms. Waiting a period after the end would make it 500ms.
+		if gap := times[i].Sub(times[i-1]); gap < 290*time.Millisecond || gap > 450*time.Millisecond {
+			t.Errorf("gap %d between check starts = %v, want about 300ms (the check's length)", i, gap)
+		}
+	}
+}
+
+func TestInitialDelay(t *testing.T) {
+	server, hits := scripted(t, true)
+	l := fixed(10)
+	l.initialDelay = 200
+	p := probeSpec(allOK(t, server), l, 1, 1)
+	start := time.Now()
+	events, _, _ := started(t, Readiness, p, Target{}, 1)
+	nextEvent(t, events, 5*time.Second)
+	if first := hits.snapshot()[0].Sub(start); first < 200*time.Millisecond {
+		t.Errorf("first check %v after Start, before the initial delay of 200ms", first)
+	}
+}
+
+// A probe whose check hangs does not delay another probe.
+func TestSlowProbeDoesNotDelayOthers(t *testing.T) {
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	fast, _ := scripted(t, true)
+	events := make(chan Event)
+	ctx, cancel := context.WithCancel(context.Background())
+	slowProbe := probeSpec(spec.Handler{HTTPGet: httpGet(t, slow, "/")}, limits{minPeriod: 5, maxPeriod: 5, backOff: 1}, 1, 1)
+	doneSlow := Start(ctx, Liveness, slowProbe, Target{}, 1, events)
+	doneFast := Start(ctx, Readiness, probeSpec(allOK(t, fast), fixed(5), 1, 1), Target{}, 2, events)
+	defer func() { cancel(); <-doneSlow; <-doneFast }()
+	for range 5 {
+		if ev := nextEvent(t, events, 5*time.Second); ev.Run != 2 || !ev.Result.OK {
+			t.Fatalf("event %+v, want successes of the fast probe only", ev)
+		}
+	}
+}
+
+// Cancelling stops the probe goroutine promptly in every place it can wait: in a
+// check with no time limit, between checks, and sending an event nobody reads.
+func TestCancelStopsPromptly(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer hanging.Close()
+	defer close(release)
+	healthy, _ := scripted(t, true)
+	unread, unreadHits := scripted(t, true)
+	before := runtime.NumGoroutine()
+
+	cases := []struct {
+		name    string
+		probe   *spec.Probe
+		reached func(t *testing.T, events <-chan Event)
+	}{
+		{
+			name:  "in a check",
+			probe: probeSpec(spec.Handler{HTTPGet: httpGet(t, hanging, "/")}, limits{minPeriod: 10, maxPeriod: 10, backOff: 1}, 1, 1),
+			reached: func(t *testing.T, events <-chan Event) {
+				select {
+				case <-entered:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the check never reached the server")
+				}
+			},
+		},
+		{
+			name:  "between checks",
+			probe: probeSpec(allOK(t, healthy), fixed(60000), 1, 1),
+			reached: func(t *testing.T, events <-chan Event) {
+				nextEvent(t, events, 5*time.Second)
+			},
+		},
+		{
+			name:  "sending an event",
+			probe: probeSpec(allOK(t, unread), fixed(10), 1, 1),
+			reached: func(t *testing.T, events <-chan Event) {
+				// Nobody reads: the first result is being sent or soon will be.
+				unreadHits.wait(t, 1, 5*time.Second)
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			events := make(chan Event)
+			done := Start(ctx, Liveness, tc.probe, Target{}, 1, events)
+			tc.reached(t, events)
+			cancelled := time.Now()
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Second):
+				t.Fatal("probe goroutine still running 2s after cancel")
+			}
+			if took := time.Since(cancelled); took > time.Second {
+				t.Errorf("the goroutine exited %v after cancel, want promptly", took)
+			}
+			select {
+			case ev := <-events:
+				t.Errorf("event %+v after cancel", ev)
+			default:
+			}
+		})
+	}
+
+	// Nothing is left behind: the probe goroutines and their connections are gone.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines before, %d after the probes stopped:\n%s",
+				before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	// Two successes, a failure, then a check that hangs until the end of the test, so
+	// that the counters stand still while they are read.
+	var requests atomic.Int32
+	release := make(chan struct{})
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch requests.Add(1) {
+		case 1, 2:
+			fmt.Fprint(w, "All ok")
+		case 3:
+			w.WriteHeader(http.StatusInternalServerError)
+		default:
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}
+	}))
+	defer server.Close()
+	defer close(release)
+	container := `metrics-"test"`
+	l := fixed(5)
+	l.maxExecution = 0
+	p := probeSpec(allOK(t, server), l, 1, 1)
+	events, cancel, done := started(t, Liveness, p, Target{Container: container}, 1)
+	for range 3 {
+		nextEvent(t, events, 5*time.Second)
+	}
+	defer func() { cancel(); <-done }() // before the server closes: its handler waits for us
+	var buf bytes.Buffer
+	Metrics.WritePrometheus(&buf)
+	text := buf.String()
+	labels := `container="metrics-\"test\"",probe="liveness"`
+	for _, line := range []string{
+		`tend_probe_checks_total{` + labels + `,result="success"} 2`,
+		`tend_probe_checks_total{` + labels + `,result="failure"} 1`,
+		`tend_probe_duration_seconds_count{` + labels + `} 3`,
+	} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("metrics lack %q:\n%s", line, text)
+		}
+	}
+}
+
+func TestKindString(t *testing.T) {
+	if Liveness.String() != "liveness" || Readiness.String() != "readiness" {
+		t.Errorf("kinds are %q and %q", Liveness, Readiness)
+	}
+}

@@ -1,0 +1,77 @@
+package proc
+
+import (
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// The reaper is the only caller of wait4 in the process. Start registers a child under
+// reapMu in the same critical section as the fork, and the reaper takes reapMu around
+// its wait4 loop, so a child can never be reaped before its Process is registered.
+// Holding reapMu also pins a registered pid: while it is held, the child is alive or a
+// zombie, so its pid (and process group id) cannot be reused.
+var (
+	reaperOnce sync.Once
+	reapMu     sync.Mutex
+	running    = map[int]*Process{} // registered children not yet reaped, by pid
+	orphans    atomic.Uint64
+)
+
+// OrphansReaped is how many exited processes the reaper collected that were not started
+// by Start: orphans reparented to this process (as subreaper or PID 1).
+func OrphansReaped() uint64 { return orphans.Load() }
+
+// startReaper installs the SIGCHLD handler and the reaping goroutine, once. It must run
+// before the first fork so that no SIGCHLD can be missed.
+func startReaper() {
+	reaperOnce.Do(func() {
+		sigchld := make(chan os.Signal, 1)
+		signal.Notify(sigchld, unix.SIGCHLD)
+		go func() {
+			// Children that exited before the handler was installed sent their
+			// SIGCHLD to nobody; collect them now.
+			reap()
+			for range sigchld {
+				reap()
+			}
+		}()
+	})
+}
+
+// reap collects every child that has exited. SIGCHLD coalesces (one signal for many
+// exits) and the channel holds one pending signal, so it loops until wait4 reports that
+// no exited child is left; an exit after the last wait4 raises a new SIGCHLD.
+func reap() {
+	reapMu.Lock()
+	defer reapMu.Unlock()
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 { // ECHILD: no children; 0: none exited yet
+			return
+		}
+		p, ok := running[pid]
+		if !ok {
+			orphans.Add(1)
+			continue
+		}
+		delete(running, pid)
+		p.exit = exitOf(ws)
+		p.reaped = true
+		close(p.done)
+	}
+}
+
+func exitOf(ws unix.WaitStatus) Exit {
+	if ws.Signaled() {
+		return Exit{Code: -1, Signal: ws.Signal()}
+	}
+	return Exit{Code: ws.ExitStatus()}
+}

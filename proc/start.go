@@ -1,0 +1,218 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// defaultPath is searched when the environment has no PATH (the Docker default).
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// notFoundError is a command name that is not in PATH.
+type notFoundError struct{ name string }
+
+func (e *notFoundError) Error() string { return fmt.Sprintf("exec: %q: not found", e.name) }
+func (e *notFoundError) Unwrap() error { return exec.ErrNotFound }
+
+// lookPath resolves name like execvp does, with the PATH of env. A name found only
+// without execute permission is reported as permission denied, as shells do.
+func lookPath(name string, env []string) (string, error) {
+	if name == "" {
+		return "", &notFoundError{name}
+	}
+	if strings.Contains(name, "/") {
+		return name, nil // checked by execve itself, relative to Dir
+	}
+	path := defaultPath
+	for i := len(env) - 1; i >= 0; i-- { // the last definition wins, as in getenv
+		if v, found := strings.CutPrefix(env[i], "PATH="); found {
+			path = v
+			break
+		}
+	}
+	var denied error
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		file := filepath.Join(dir, name)
+		info, err := os.Stat(file)
+		if err != nil || info.IsDir() {
+			continue
+		}
+		if err := unix.Access(file, unix.X_OK); err != nil {
+			if denied == nil {
+				denied = &fs.PathError{Op: "exec", Path: file, Err: err}
+			}
+			continue
+		}
+		return file, nil
+	}
+	if denied != nil {
+		return "", denied
+	}
+	return "", &notFoundError{name}
+}
+
+// checkDir tells a bad working directory apart from a missing executable: the child
+// reports both as ENOENT. Its error is deliberately not fs.ErrNotExist (status 126, not 127).
+func checkDir(dir string) error {
+	info, err := os.Stat(dir)
+	if err != nil {
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return fmt.Errorf("working directory %s: %v", dir, err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("working directory %s: not a directory", dir)
+	}
+	return nil
+}
+
+// copyBufSize is the fixed chunk size of the output copiers.
+const copyBufSize = 32 << 10
+
+// outputs holds the child's stdout and stderr while starting: the files the child gets
+// and the pipes whose read ends feed non-file writers.
+type outputs struct {
+	child   [3]*os.File // stdin, stdout, stderr as given to the child
+	closing []*os.File  // child ends opened here, closed after the fork
+	copies  []copier
+}
+
+type copier struct {
+	r *os.File
+	w io.Writer
+}
+
+func openOutputs(stdout, stderr io.Writer) (*outputs, error) {
+	o := &outputs{}
+	stdin, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	o.closing = append(o.closing, stdin)
+	o.child[0] = stdin
+	if o.child[1], err = o.open(stdout); err == nil {
+		if sameWriter(stdout, stderr) {
+			o.child[2] = o.child[1]
+		} else {
+			o.child[2], err = o.open(stderr)
+		}
+	}
+	if err != nil {
+		o.closeChildEnds()
+		o.closeReadEnds()
+		return nil, err
+	}
+	return o, nil
+}
+
+func (o *outputs) open(w io.Writer) (*os.File, error) {
+	switch w := w.(type) {
+	case nil:
+		f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		o.closing = append(o.closing, f)
+		return f, nil
+	case *os.File:
+		return w, nil
+	default:
+		r, cw, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("output pipe: %w", err)
+		}
+		o.closing = append(o.closing, cw)
+		o.copies = append(o.copies, copier{r: r, w: w})
+		return cw, nil
+	}
+}
+
+// sameWriter compares writers without panicking on uncomparable dynamic types.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a != nil && a == b
+}
+
+func (o *outputs) childFds() []uintptr {
+	return []uintptr{o.child[0].Fd(), o.child[1].Fd(), o.child[2].Fd()}
+}
+
+// closeChildEnds closes this process's copies of what only the child needs.
+func (o *outputs) closeChildEnds() {
+	for _, f := range o.closing {
+		f.Close()
+	}
+	o.closing = nil
+}
+
+func (o *outputs) closeReadEnds() {
+	for _, c := range o.copies {
+		c.r.Close()
+	}
+	o.copies = nil
+}
+
+// startCopiers starts one goroutine per pipe and closes done when all have finished.
+func (o *outputs) startCopiers(done chan struct{}) []*os.File {
+	if len(o.copies) == 0 {
+		close(done)
+		return nil
+	}
+	finished := make(chan struct{}, len(o.copies))
+	var readEnds []*os.File
+	for _, c := range o.copies {
+		readEnds = append(readEnds, c.r)
+		go func() {
+			c.copy()
+			finished <- struct{}{}
+		}()
+	}
+	go func(n int) {
+		for range n {
+			<-finished
+		}
+		close(done)
+	}(len(o.copies))
+	return readEnds
+}
+
+// flusher is a writer that holds an unfinished piece of output until told the output ended.
+type flusher interface{ Flush() error }
+
+// copy forwards the pipe in fixed-size chunks until every writer of the pipe closed it.
+// After a write error it keeps draining (and dropping) so the child never blocks on a
+// full pipe.
+func (c copier) copy() {
+	defer c.r.Close()
+	buf := make([]byte, copyBufSize)
+	var werr error
+	for {
+		n, err := c.r.Read(buf)
+		if n > 0 && werr == nil {
+			_, werr = c.w.Write(buf[:n])
+		}
+		if err != nil {
+			break
+		}
+	}
+	if f, ok := c.w.(flusher); ok && werr == nil {
+		f.Flush()
+	}
+}

@@ -1,0 +1,381 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Bounds on a document, so that no input can take unbounded memory or time.
+const (
+	maxDepth         = 64        // nesting of mappings and lists, aliases followed
+	maxExpandedNodes = 1_000_000 // nodes after alias expansion (billion laughs)
+)
+
+// decode parses data as one YAML (or JSON) document and decodes it strictly into a
+// Spec. A document that cannot be parsed at all gives a one-line error (without the
+// file name); unknown fields, duplicate keys and values of the wrong type are recorded
+// in c with their paths and lines, and decoding goes on so every one is reported.
+func decode(data []byte, c *collector) (*Spec, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("no YAML document (only comments or blank lines)")
+		}
+		return nil, yamlError(err)
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, yamlError(err)
+	default:
+		return nil, fmt.Errorf("more than one YAML document (line %d)", extra.Line)
+	}
+	root := &doc
+	if doc.Kind == yaml.DocumentNode {
+		if len(doc.Content) != 1 {
+			return nil, errors.New("no YAML document")
+		}
+		root = doc.Content[0]
+	}
+	if err := checkSize(root); err != nil {
+		return nil, err
+	}
+	if isNull(root) {
+		return nil, errors.New("the document is empty")
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("the top level must be a mapping, got %s (line %d)", describe(root), root.Line)
+	}
+
+	w := walker{c: c}
+	w.walk(root, reflect.TypeFor[Spec](), "")
+
+	var s Spec
+	if err := root.Decode(&s); err != nil && c.ok() {
+		// The walker checks everything Decode does; this is a safety net.
+		return nil, yamlError(err)
+	}
+	return &s, nil
+}
+
+// yamlError drops the "yaml: " prefix of go-yaml's messages.
+func yamlError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.ReplaceAll(msg, "\n", "; ")
+	return errors.New(msg)
+}
+
+// checkSize rejects documents nested deeper than maxDepth or larger than
+// maxExpandedNodes once aliases are expanded. Sizes are memoised per node, so the
+// check is linear in the parsed (unexpanded) document.
+func checkSize(root *yaml.Node) error {
+	type measure struct{ nodes, height int }
+	memo := map[*yaml.Node]measure{}
+	var measureOf func(n *yaml.Node, depth int) (measure, error)
+	measureOf = func(n *yaml.Node, depth int) (measure, error) {
+		if depth > maxDepth {
+			return measure{}, fmt.Errorf("nested deeper than %d levels (line %d)", maxDepth, n.Line)
+		}
+		if m, ok := memo[n]; ok {
+			if depth+m.height > maxDepth {
+				return measure{}, fmt.Errorf("nested deeper than %d levels through aliases (line %d)", maxDepth, n.Line)
+			}
+			return m, nil
+		}
+		m := measure{nodes: 1}
+		children := n.Content
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			children = []*yaml.Node{n.Alias}
+			m.nodes = 0
+		}
+		for _, child := range children {
+			cm, err := measureOf(child, depth+1)
+			if err != nil {
+				return measure{}, err
+			}
+			m.nodes += cm.nodes
+			m.height = max(m.height, cm.height+1)
+			if m.nodes > maxExpandedNodes {
+				return measure{}, fmt.Errorf("more than %d nodes once aliases are expanded (line %d)", maxExpandedNodes, n.Line)
+			}
+		}
+		memo[n] = m
+		return m, nil
+	}
+	_, err := measureOf(root, 0)
+	return err
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// describe names a node's kind for messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		v := n.Value
+		if len(v) > 40 {
+			v = v[:40] + "..."
+		}
+		return fmt.Sprintf("%q", v)
+	}
+	return "nothing"
+}
+
+var (
+	commandType = reflect.TypeFor[Command]()
+	varsType    = reflect.TypeFor[map[string]string]()
+)
+
+// walker checks a parsed document against the schema's yaml tags, recording the line
+// of every path it sees and an error for every unknown field, duplicate key and value
+// of the wrong kind or type.
+type walker struct {
+	c *collector
+}
+
+func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if _, seen := w.c.lines[path]; !seen {
+		w.c.lines[path] = n.Line
+	}
+	if isNull(n) {
+		return // the same as an absent field
+	}
+	if t == commandType {
+		w.command(n, path)
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		w.walk(n, t.Elem(), path)
+	case reflect.Struct:
+		w.mapping(n, t, path)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			w.c.structf(path, n.Line, "must be a list, got %s", describe(n))
+			return
+		}
+		for i, item := range n.Content {
+			w.walk(item, t.Elem(), index(path, i))
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			w.c.structf(path, n.Line, "must be a mapping, got %s", describe(n))
+			return
+		}
+		w.keys(n, path, func(key string, value *yaml.Node) {
+			w.walk(value, t.Elem(), join(path, key))
+		})
+	default:
+		w.scalar(n, t, path)
+	}
+}
+
+// mapping checks a struct-typed node: every key must name a field.
+func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind != yaml.MappingNode {
+		w.c.structf(path, n.Line, "must be a mapping, got %s", describe(n))
+		return
+	}
+	fields := yamlFields(t)
+	w.keys(n, path, func(key string, value *yaml.Node) {
+		ft, ok := fields[key]
+		if !ok {
+			names := make([]string, 0, len(fields))
+			for name := range fields {
+				names = append(names, name)
+			}
+			msg := "unknown field"
+			if guess := closest(key, names); guess != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", guess)
+			}
+			w.c.structf(join(path, key), keyLine(n, key), "%s", msg)
+			return
+		}
+		w.walk(value, ft, join(path, key))
+	})
+}
+
+// keys calls f for each key of a mapping node, reporting non-scalar and duplicate keys.
+func (w *walker) keys(n *yaml.Node, path string, f func(key string, value *yaml.Node)) {
+	first := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		for k.Kind == yaml.AliasNode {
+			k = k.Alias
+		}
+		if k.Kind != yaml.ScalarNode {
+			w.c.structf(path, k.Line, "a key must be a string, got %s", describe(k))
+			continue
+		}
+		if k.Value == "<<" && k.ShortTag() == "!!merge" {
+			w.c.structf(path, k.Line, "YAML merge keys (<<) are not supported")
+			continue
+		}
+		p := join(path, k.Value)
+		if line, dup := first[k.Value]; dup {
+			w.c.structf(p, k.Line, "duplicate key (first at line %d)", line)
+			continue
+		}
+		first[k.Value] = k.Line
+		w.c.lines[p] = k.Line
+		f(k.Value, v)
+	}
+}
+
+func keyLine(n *yaml.Node, key string) int {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i].Line
+		}
+	}
+	return n.Line
+}
+
+// command checks a Command: a string or a list of strings.
+func (w *walker) command(n *yaml.Node, path string) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			for item.Kind == yaml.AliasNode {
+				item = item.Alias
+			}
+			if item.Kind != yaml.ScalarNode || isNull(item) {
+				w.c.structf(index(path, i), item.Line, "must be a string, got %s", describe(item))
+			}
+		}
+	default:
+		w.c.structf(path, n.Line, "must be a string or a list of strings, got %s", describe(n))
+	}
+}
+
+// scalar checks a leaf by decoding it into a fresh value of its Go type.
+func (w *walker) scalar(n *yaml.Node, t reflect.Type, path string) {
+	want := map[reflect.Kind]string{
+		reflect.String: "a string", reflect.Bool: "true or false",
+		reflect.Int: "an integer", reflect.Int64: "an integer", reflect.Float64: "a number",
+	}[t.Kind()]
+	if n.Kind != yaml.ScalarNode {
+		w.c.structf(path, n.Line, "must be %s, got %s", want, describe(n))
+		return
+	}
+	if t.Kind() == reflect.String {
+		return // every scalar is a string (port: 8080 is "8080")
+	}
+	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+		w.c.structf(path, n.Line, "must be %s, got %s", want, describe(n))
+	}
+}
+
+// yamlFields maps the yaml names of a struct's fields (inline ones included) to types.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			for k, v := range yamlFields(f.Type) {
+				fields[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		fields[name] = f.Type
+	}
+	return fields
+}
+
+// UnmarshalYAML accepts a string or a list of strings.
+func (c *Command) UnmarshalYAML(n *yaml.Node) error {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if isNull(n) {
+			*c = Command{}
+			return nil
+		}
+		*c = Command{String: n.Value}
+		return nil
+	case yaml.SequenceNode:
+		list := make([]string, 0, len(n.Content))
+		for _, item := range n.Content {
+			for item.Kind == yaml.AliasNode {
+				item = item.Alias
+			}
+			if item.Kind != yaml.ScalarNode || isNull(item) {
+				return fmt.Errorf("line %d: a command list holds strings", item.Line)
+			}
+			list = append(list, item.Value)
+		}
+		*c = Command{List: list, IsList: true}
+		return nil
+	}
+	return fmt.Errorf("line %d: a command is a string or a list of strings", n.Line)
+}
+
+// MarshalYAML writes the form the document used.
+func (c Command) MarshalYAML() (any, error) {
+	if c.IsList {
+		return c.List, nil
+	}
+	return c.String, nil
+}
+
+// MarshalJSON writes the form the document used.
+func (c Command) MarshalJSON() ([]byte, error) {
+	if c.IsList {
+		return json.Marshal(c.List)
+	}
+	return json.Marshal(c.String)
+}
+
+// UnmarshalJSON accepts a string or a list of strings.
+func (c *Command) UnmarshalJSON(data []byte) error {
+	var list []string
+	if err := json.Unmarshal(data, &list); err == nil {
+		*c = Command{List: list, IsList: list != nil}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return errors.New("a command is a string or a list of strings")
+	}
+	*c = Command{String: s}
+	return nil
+}
+
+// IsEmpty tells whether the command has nothing to run (before $VAR expansion).
+func (c Command) IsEmpty() bool {
+	if c.IsList {
+		return len(c.List) == 0 || c.List[0] == ""
+	}
+	return strings.TrimSpace(c.String) == ""
+}

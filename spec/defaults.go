@@ -1,0 +1,188 @@
+package spec
+
+import (
+	"path/filepath"
+	"strconv"
+)
+
+// Defaults of SPEC.md §2 that are not per-context time limits.
+const (
+	DefaultRestartMinPeriodMs   = 1000
+	DefaultRestartMaxPeriodMs   = 60000
+	DefaultRestartBackoff       = 2.0
+	DefaultRestartMaxJitterMs   = 1000
+	DefaultRestartStableAfterMs = 60000
+	DefaultTermTimeoutMs        = 30000
+	DefaultWaitAfterMs          = 0
+	DefaultMaxTries             = 1
+	DefaultThreshold            = 1
+	DefaultHTTPHost             = "localhost"
+	DefaultHTTPPath             = "/"
+	DefaultTCPHost              = "::1"
+	DefaultLogMaxSizeMb         = 100
+	DefaultLogMaxFiles          = 5
+	DefaultChecksum             = "EMPTY:"
+	DefaultCheckPeriod          = "0d0h0m"
+	DefaultCachedRevisions      = 3
+)
+
+// timeLimitDefaults are the TTimeLimit defaults of one context (SPEC.md §2.2); the
+// scale is 0 and the back-off 1 everywhere, so the period is fixed unless given.
+type timeLimitDefaults struct {
+	initialDelayMs, minPeriodMs, maxPeriodMs, maxExecutionMs int64
+}
+
+var (
+	probeTimeLimit   = timeLimitDefaults{5000, 5000, 60000, 1000}
+	initTimeLimit    = timeLimitDefaults{0, 1000, 60000, 0} // init containers and init commands; 0: no limit
+	handlerTimeLimit = timeLimitDefaults{0, 1000, 60000, 10000}
+)
+
+// applyDefaults is the one place where defaults are written: afterwards every pointer
+// with a default is non-nil, and a present field keeps its value, 0 included.
+// specDir is the absolute directory of the spec file.
+func applyDefaults(s *Spec, hostname, specDir string) {
+	in := &s.Instance
+	if in.Name == "" {
+		in.Name = hostname
+	}
+	switch {
+	case in.Dir == "":
+		in.Dir = specDir
+	case !filepath.IsAbs(in.Dir):
+		in.Dir = filepath.Join(specDir, in.Dir)
+	default:
+		in.Dir = filepath.Clean(in.Dir)
+	}
+	setInt64(&in.InitTimeoutMs, 0)
+
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		setString(&r.Checksum, DefaultChecksum)
+		setString(&r.CheckPeriod, DefaultCheckPeriod)
+	}
+	for i := range s.DynamicResources {
+		d := &s.DynamicResources[i]
+		setString(&d.Checksum, DefaultChecksum)
+		setInt(&d.CachedRevisionsCount, DefaultCachedRevisions)
+		if d.Verify != nil {
+			defaultPolicy(d.Verify, in.Port)
+		}
+	}
+	for i := range s.InitContainers {
+		s.InitContainers[i].TimeLimit = defaultTimeLimit(s.InitContainers[i].TimeLimit, initTimeLimit)
+	}
+	for i := range s.Containers {
+		defaultContainer(&s.Containers[i], in.Port)
+	}
+}
+
+func defaultContainer(c *Container, port *int) {
+	for i := range c.Init {
+		c.Init[i].TimeLimit = defaultTimeLimit(c.Init[i].TimeLimit, initTimeLimit)
+	}
+
+	if c.RestartPolicy == nil {
+		c.RestartPolicy = &RestartPolicy{}
+	}
+	rp := c.RestartPolicy
+	setInt64(&rp.MinPeriodMs, DefaultRestartMinPeriodMs)
+	setInt64(&rp.MaxPeriodMs, DefaultRestartMaxPeriodMs)
+	setFloat(&rp.Backoff, DefaultRestartBackoff)
+	setInt64(&rp.MaxJitterMs, DefaultRestartMaxJitterMs)
+	setInt64(&rp.StableAfterMs, DefaultRestartStableAfterMs)
+	setString(&rp.Mode, ModeAlways)
+
+	for _, p := range []*Probe{c.LivenessProbe, c.ReadinessProbe} {
+		if p == nil {
+			continue
+		}
+		defaultHandler(&p.Handler, port)
+		p.TimeLimit = defaultTimeLimit(p.TimeLimit, probeTimeLimit)
+		setInt(&p.FailureThreshold, DefaultThreshold)
+		setInt(&p.SuccessThreshold, DefaultThreshold)
+	}
+
+	if c.StopPolicy == nil {
+		c.StopPolicy = &StopPolicy{}
+	}
+	sp := c.StopPolicy
+	defaultHandler(&sp.Handler, port)
+	setInt(&sp.MaxTries, DefaultMaxTries)
+	sp.TimeLimit = defaultTimeLimit(sp.TimeLimit, handlerTimeLimit)
+	setInt64(&sp.WaitAfterMs, DefaultWaitAfterMs)
+	setInt64(&sp.TermTimeoutMs, DefaultTermTimeoutMs)
+
+	setString(&c.TermBarrier, BarrierIgnore)
+	if c.DestroyPolicy != nil {
+		defaultPolicy(c.DestroyPolicy, port)
+	}
+	for i := range c.NotifyActions {
+		defaultPolicy(&c.NotifyActions[i], port)
+	}
+	setString(&c.TargetState, TargetActive)
+	if c.Log != nil {
+		setInt(&c.Log.MaxSizeMb, DefaultLogMaxSizeMb)
+		setInt(&c.Log.MaxFiles, DefaultLogMaxFiles)
+	}
+}
+
+func defaultPolicy(p *Policy, port *int) {
+	defaultHandler(&p.Handler, port)
+	setInt(&p.MaxTries, DefaultMaxTries)
+	p.TimeLimit = defaultTimeLimit(p.TimeLimit, handlerTimeLimit)
+}
+
+// defaultHandler fills http_get and tcp_socket hosts, paths and ports (port: instance.port).
+func defaultHandler(h *Handler, port *int) {
+	instancePort := ""
+	if port != nil {
+		instancePort = strconv.Itoa(*port)
+	}
+	if g := h.HTTPGet; g != nil {
+		setString(&g.Host, DefaultHTTPHost)
+		setString(&g.Path, DefaultHTTPPath)
+		setString(&g.Port, instancePort)
+	}
+	if t := h.TCPSocket; t != nil {
+		setString(&t.Host, DefaultTCPHost)
+		setString(&t.Port, instancePort)
+	}
+}
+
+func defaultTimeLimit(tl *TimeLimit, d timeLimitDefaults) *TimeLimit {
+	if tl == nil {
+		tl = &TimeLimit{}
+	}
+	setInt64(&tl.InitialDelayMs, d.initialDelayMs)
+	setInt64(&tl.MinRestartPeriodMs, d.minPeriodMs)
+	setInt64(&tl.MaxRestartPeriodMs, d.maxPeriodMs)
+	setInt64(&tl.RestartPeriodScaleMs, 0)
+	setFloat(&tl.RestartPeriodBackOff, 1)
+	setInt64(&tl.MaxExecutionTimeMs, d.maxExecutionMs)
+	return tl
+}
+
+func setInt64(p **int64, v int64) {
+	if *p == nil {
+		*p = &v
+	}
+}
+
+func setInt(p **int, v int) {
+	if *p == nil {
+		*p = &v
+	}
+}
+
+func setFloat(p **float64, v float64) {
+	if *p == nil {
+		*p = &v
+	}
+}
+
+func setString(p *string, v string) {
+	if *p == "" {
+		*p = v
+	}
+}

@@ -1,0 +1,165 @@
+package spec
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// maxSideFile bounds env files and secrets read by Load.
+const maxSideFile = 1 << 20
+
+// envList is an environment being assembled: keys in the order they first appeared,
+// the value of the last assignment.
+type envList struct {
+	keys []string
+	vals map[string]string
+}
+
+func newEnvList() *envList { return &envList{vals: map[string]string{}} }
+
+func (e *envList) set(k, v string) {
+	if _, ok := e.vals[k]; !ok {
+		e.keys = append(e.keys, k)
+	}
+	e.vals[k] = v
+}
+
+func (e *envList) get(k string) (string, bool) {
+	v, ok := e.vals[k]
+	return v, ok
+}
+
+// setEnviron adds KEY=VALUE entries; entries without = are ignored.
+func (e *envList) setEnviron(env []string) {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			e.set(k, v)
+		}
+	}
+}
+
+// setVars adds spec env vars: literal values or the secrets Load read.
+func (e *envList) setVars(vars []EnvVar) {
+	for _, v := range vars {
+		e.set(v.Name, v.value())
+	}
+}
+
+func (e *envList) strings() []string {
+	out := make([]string, len(e.keys))
+	for i, k := range e.keys {
+		out[i] = k + "=" + e.vals[k]
+	}
+	return out
+}
+
+// value is the variable's value for a process: the secret for value_from.
+func (v EnvVar) value() string {
+	if v.ValueFrom != nil {
+		return v.secret
+	}
+	return v.Value
+}
+
+// ProcessEnv is the full environment of a process whose own env list is own (a container's
+// or an init container's env): tend's environment, the substitution variables, the
+// cgroup limits, env_files, the top-level env, then own; a later assignment wins.
+// Each key appears once, at the place it first appeared.
+func (s *Spec) ProcessEnv(own []EnvVar) []string {
+	e := newEnvList()
+	e.setEnviron(s.baseEnv)
+	e.setVars(own)
+	return e.strings()
+}
+
+// readEnvFile adds the KEY=VALUE lines of an env file to e. Blank lines and lines
+// starting with # are skipped; "export " before a key is allowed; a value wrapped in
+// matching single quotes is literal, one in double quotes (or bare) expands $VAR and
+// ${VAR} from the keys assigned so far (the base env and earlier lines and files).
+func readEnvFile(path string, e *envList) error {
+	data, err := readSmallFile(path)
+	if err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), maxSideFile)
+	for lineNo := 1; sc.Scan(); lineNo++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		key, value, ok := strings.Cut(line, "=")
+		key = strings.TrimSpace(key)
+		if !ok {
+			return fmt.Errorf("%s:%d: want KEY=VALUE, got %q", path, lineNo, line)
+		}
+		if !validEnvName(key) {
+			return fmt.Errorf("%s:%d: invalid variable name %q", path, lineNo, key)
+		}
+		value = strings.TrimSpace(value)
+		if len(value) >= 2 && value[0] == '\'' && value[len(value)-1] == '\'' {
+			e.set(key, value[1:len(value)-1])
+			continue
+		}
+		if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
+			value = value[1 : len(value)-1]
+		}
+		e.set(key, expandEnv(value, e.get))
+	}
+	return sc.Err()
+}
+
+// expandEnv expands $NAME and ${NAME} (unset: empty); \$ is a literal $.
+func expandEnv(s string, lookup func(string) (string, bool)) string {
+	if !strings.ContainsRune(s, '$') {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && i+1 < len(s) && s[i+1] == '$':
+			b.WriteByte('$')
+			i++
+		case s[i] == '$':
+			val, n, err := dollar(s[i:], lookup)
+			if err != nil || n == 1 { // $( and bad ${...} stay literal in env files
+				b.WriteByte('$')
+				continue
+			}
+			b.WriteString(val)
+			i += n - 1
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+// readSecret reads a value_from file: its content without one trailing newline.
+func readSecret(path string) (string, error) {
+	data, err := readSmallFile(path)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSuffix(string(data), "\n")
+	return strings.TrimSuffix(s, "\r"), nil
+}
+
+// readSmallFile reads a regular file of at most maxSideFile bytes.
+func readSmallFile(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	if st.Size() > maxSideFile {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxSideFile)
+	}
+	return os.ReadFile(path)
+}

@@ -1,0 +1,222 @@
+package spec
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Names of the instance variables (SPEC.md §2.1).
+const (
+	VarName     = "BSCONFIG_INAME"
+	VarDir      = "BSCONFIG_IDIR"
+	VarHost     = "BSCONFIG_IHOST"
+	VarPort     = "BSCONFIG_IPORT"
+	varPortPlus = "BSCONFIG_IPORT_PLUS_"
+)
+
+// variables are the {NAME} substitution variables of one spec.
+type variables struct {
+	fixed map[string]string // BSCONFIG_* (but the _PLUS_N ones), instance.vars, --var
+	port  *int              // instance.port, for BSCONFIG_IPORT_PLUS_N
+	used  map[string]string // BSCONFIG_IPORT_PLUS_N names the spec used, exported too
+}
+
+// newVariables builds the variables; later sources win: BSCONFIG_*, instance.vars, --var.
+// Names of instance.vars and --var must be environment variable names and must not
+// redefine a BSCONFIG_I* variable (those come from the instance section).
+func newVariables(s *Spec, hostname string, cli map[string]string, c *collector) *variables {
+	v := &variables{fixed: map[string]string{}, port: s.Instance.Port, used: map[string]string{}}
+	v.fixed[VarName] = s.Instance.Name
+	v.fixed[VarDir] = s.Instance.Dir
+	v.fixed[VarHost] = hostname
+	if s.Instance.Port != nil {
+		v.fixed[VarPort] = strconv.Itoa(*s.Instance.Port)
+	}
+	add := func(src map[string]string, path func(string) string, from string) {
+		for _, name := range sortedKeys(src) {
+			switch {
+			case !validEnvName(name):
+				c.addf(path(name), "invalid variable name %q (letters, digits and _, not starting with a digit)", name)
+				continue
+			case isInstanceVar(name):
+				c.addf(path(name), "%s is set from the instance section and cannot be redefined %s", name, from)
+				continue
+			}
+			v.fixed[name] = src[name]
+		}
+	}
+	add(s.Instance.Vars, func(n string) string { return join("instance.vars", n) }, "in instance.vars")
+	add(cli, func(n string) string { return "--var " + n }, "with --var")
+	return v
+}
+
+func isInstanceVar(name string) bool {
+	switch name {
+	case VarName, VarDir, VarHost, VarPort:
+		return true
+	}
+	return strings.HasPrefix(name, varPortPlus)
+}
+
+// lookup resolves a name, BSCONFIG_IPORT_PLUS_N included.
+func (v *variables) lookup(name string) (string, bool) {
+	if val, ok := v.fixed[name]; ok {
+		return val, true
+	}
+	n, ok := plusN(name)
+	if !ok || v.port == nil {
+		return "", false
+	}
+	val := strconv.Itoa(*v.port + n)
+	v.used[name] = val
+	return val, true
+}
+
+// plusN parses BSCONFIG_IPORT_PLUS_N with N >= 1 (decimal, no sign, no leading zero).
+func plusN(name string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, varPortPlus)
+	if !ok || digits == "" || digits[0] == '0' || len(digits) > 5 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 1 || strings.ContainsAny(digits, "+-") {
+		return 0, false
+	}
+	return n, true
+}
+
+// all is every variable with a value: the fixed ones and the _PLUS_N ones the spec used.
+func (v *variables) all() map[string]string {
+	out := maps.Clone(v.fixed)
+	maps.Copy(out, v.used)
+	return out
+}
+
+// substitute replaces {NAME} in s as Python's str.format does with named fields only:
+// {{ and }} are literal braces; a lone { or } and an unknown name are errors.
+func (v *variables) substitute(s string) (string, error) {
+	if !strings.ContainsAny(s, "{}") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; ch {
+		case '{':
+			if i+1 < len(s) && s[i+1] == '{' {
+				b.WriteByte('{')
+				i++
+				continue
+			}
+			end := strings.IndexAny(s[i+1:], "{}")
+			if end < 0 || s[i+1+end] == '{' {
+				return "", fmt.Errorf("unmatched '{' at offset %d (write '{{' for a literal brace)", i)
+			}
+			name := s[i+1 : i+1+end]
+			if name == "" {
+				return "", fmt.Errorf("empty variable name {} at offset %d (write '{{}}' for literal braces)", i)
+			}
+			val, ok := v.lookup(name)
+			if !ok {
+				return "", fmt.Errorf("unknown variable {%s}%s", name, v.hint(name))
+			}
+			b.WriteString(val)
+			i += 1 + end
+		case '}':
+			if i+1 < len(s) && s[i+1] == '}' {
+				b.WriteByte('}')
+				i++
+				continue
+			}
+			return "", fmt.Errorf("single '}' at offset %d (write '}}' for a literal brace)", i)
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return b.String(), nil
+}
+
+// hint says why a variable is unknown, or what was probably meant.
+func (v *variables) hint(name string) string {
+	if name == VarPort || strings.HasPrefix(name, varPortPlus) {
+		if _, ok := plusN(name); name == VarPort || ok {
+			return " (instance.port is not set)"
+		}
+		return " (BSCONFIG_IPORT_PLUS_N takes a whole N >= 1)"
+	}
+	names := sortedKeys(v.fixed)
+	if v.port != nil {
+		names = append(names, varPortPlus+"1")
+	}
+	if guess := closest(name, names); guess != "" {
+		return fmt.Sprintf(" (did you mean {%s}?)", guess)
+	}
+	return " (define it in instance.vars or with --var)"
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// closest is the candidate nearest to s by edit distance (case-insensitive), when it
+// is near enough to be a typo; "" otherwise.
+func closest(s string, candidates []string) string {
+	best, bestDist := "", 3
+	if len(s) > 64 {
+		return ""
+	}
+	for _, c := range candidates {
+		d := editDistance(strings.ToLower(s), strings.ToLower(c))
+		if d < bestDist || (d == bestDist && c < best) {
+			best, bestDist = c, d
+		}
+	}
+	if bestDist > 2 || bestDist >= len(s) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// validEnvName: letters, digits and underscores, not starting with a digit.
+func validEnvName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i, r := range name {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,172 @@
+// Package status is the vocabulary of the status document (SPEC.md §7): conditions,
+// exits, timestamps and the document itself, shared by the supervisor that serves it,
+// the containers that fill it and the CLI that prints it.
+package status
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Time marshals as RFC 3339 with milliseconds in UTC.
+type Time struct{ time.Time }
+
+// Layout is the timestamp layout of every time in the document.
+const Layout = "2006-01-02T15:04:05.000Z07:00"
+
+// At wraps t; the zero time.Time stays zero.
+func At(t time.Time) Time { return Time{t} }
+
+// Ptr returns a pointer to At(t), or nil for the zero time (a JSON null).
+func Ptr(t time.Time) *Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &Time{t}
+}
+
+// MarshalJSON implements json.Marshaler.
+func (t Time) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte(`""`), nil
+	}
+	return json.Marshal(t.UTC().Format(Layout))
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if s == "" {
+		t.Time = time.Time{}
+		return nil
+	}
+	parsed, err := time.Parse(time.RFC3339Nano, s)
+	t.Time = parsed
+	return err
+}
+
+// Condition is a Kubernetes-style condition: "True" or "False" with why and since when.
+type Condition struct {
+	Status             string `json:"status"`
+	Reason             string `json:"reason"`
+	Message            string `json:"message"`
+	LastTransitionTime Time   `json:"last_transition_time"`
+}
+
+// NewCondition returns a condition that became ok at now.
+func NewCondition(ok bool, reason, message string, now time.Time) Condition {
+	return Condition{Status: boolString(ok), Reason: reason, Message: message, LastTransitionTime: At(now)}
+}
+
+// True reports whether the condition holds.
+func (c Condition) True() bool { return c.Status == "True" }
+
+// Set moves the condition to ok with reason and message; the transition time changes
+// only when the status itself changes. It reports whether anything changed.
+func (c *Condition) Set(ok bool, reason, message string, now time.Time) bool {
+	s := boolString(ok)
+	if c.Status == s && c.Reason == reason && c.Message == message {
+		return false
+	}
+	if c.Status != s {
+		c.LastTransitionTime = At(now)
+	}
+	c.Status, c.Reason, c.Message = s, reason, message
+	return true
+}
+
+func boolString(ok bool) string {
+	if ok {
+		return "True"
+	}
+	return "False"
+}
+
+// Exit is how a process last ended.
+type Exit struct {
+	Code   int    `json:"code"`   // exit code, 128+N for a signal N, 127/126 when it could not start
+	Signal string `json:"signal"` // "SIGKILL", or "" for a normal exit
+	At     Time   `json:"at"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// InitContainer is the status of one init container.
+type InitContainer struct {
+	Name     string `json:"name"`
+	State    string `json:"state"` // waiting | running | succeeded
+	Attempts int    `json:"attempts"`
+	LastExit *Exit  `json:"last_exit"`
+}
+
+// Container is the status of one container.
+type Container struct {
+	Name        string    `json:"name"`
+	State       string    `json:"state"`
+	TargetState string    `json:"target_state"`
+	Pid         *int      `json:"pid"`
+	StartedAt   *Time     `json:"started_at"`
+	Restarts    int       `json:"restarts"`
+	NextStartAt *Time     `json:"next_start_at"`
+	Alive       Condition `json:"alive"`
+	Ready       Condition `json:"ready"`
+	LastExit    *Exit     `json:"last_exit"`
+	// StopStep tells where a stopping container is: handler, wait_after, barrier,
+	// term, kill or destroy. Empty outside stopping.
+	StopStep string `json:"stop_step,omitempty"`
+}
+
+// Container states (SPEC.md §7).
+const (
+	Waiting      = "waiting"
+	Initializing = "initializing"
+	Running      = "running"
+	Backoff      = "backoff"
+	Stopping     = "stopping"
+	Stopped      = "stopped"
+	Completed    = "completed"
+)
+
+// Instance states (SPEC.md §7).
+const (
+	InstancePreparing = "preparing"
+	InstanceRunning   = "running"
+	InstanceStopping  = "stopping"
+	InstanceStopped   = "stopped"
+)
+
+// Resource is the status of a static resource (SPEC.md §5).
+type Resource struct {
+	Name       string `json:"name"`
+	State      string `json:"state"`
+	ChecksumOK bool   `json:"checksum_ok"`
+	Reason     string `json:"reason,omitempty"`
+	BytesDone  int64  `json:"bytes_done"`
+	BytesTotal *int64 `json:"bytes_total"`
+}
+
+// DynamicResource is the status of a dynamic resource (SPEC.md §6).
+type DynamicResource struct {
+	Name           string `json:"name"`
+	Revision       int64  `json:"revision"`
+	State          string `json:"state"`
+	ActiveRevision int64  `json:"active_revision"`
+	Reason         string `json:"reason,omitempty"`
+}
+
+// Document is the whole status document served at GET /v1/status.
+type Document struct {
+	Instance          string            `json:"instance"`
+	Revision          string            `json:"revision"`
+	State             string            `json:"state"`
+	Installed         Condition         `json:"installed"`
+	Ready             Condition         `json:"ready"`
+	InitContainers    []InitContainer   `json:"init_containers"`
+	Containers        []Container       `json:"containers"`
+	Resources         []Resource        `json:"resources,omitempty"`
+	DynamicResources  []DynamicResource `json:"dynamic_resources,omitempty"`
+	ReloadError       string            `json:"reload_error"`
+	LastHeartbeatTime *Time             `json:"last_heartbeat_time,omitempty"`
+}

@@ -1,0 +1,223 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type requestKind int
+
+const (
+	reqShutdown requestKind = iota
+	reqReload
+	reqRestart
+	reqStop
+	reqStart
+)
+
+// request is a mutating API call handed to the main loop.
+type request struct {
+	kind  requestKind
+	name  string // container, for restart/stop/start
+	reply func(error)
+}
+
+var (
+	errPreparing   = errors.New("the instance is still preparing")
+	errStopping    = errors.New("the instance is stopping")
+	errNoContainer = errors.New("no such container")
+)
+
+// handle runs a container request or a reload in the main loop.
+func (sv *Supervisor) handle(req request) {
+	if req.kind == reqReload {
+		sv.reload(req)
+		return
+	}
+	for _, c := range sv.current() {
+		if c.Name() != req.name {
+			continue
+		}
+		switch req.kind {
+		case reqRestart:
+			c.Restart()
+		case reqStop:
+			c.Stop()
+		case reqStart:
+			c.Start()
+		}
+		req.reply(nil)
+		return
+	}
+	req.reply(fmt.Errorf("%w %q", errNoContainer, req.name))
+}
+
+// serveAPI starts an HTTP server on every --listen address. The returned function
+// stops them and removes the unix sockets.
+func (sv *Supervisor) serveAPI() (func(), error) {
+	addrs := sv.opts.Listen
+	if len(addrs) == 0 {
+		addrs = []string{"unix:" + filepath.Join(sv.spec.Instance.Dir, "tend.sock")}
+	}
+	var servers []*http.Server
+	var sockets []string
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		for _, s := range servers {
+			_ = s.Shutdown(ctx)
+		}
+		for _, path := range sockets {
+			_ = os.Remove(path)
+		}
+	}
+	for _, addr := range addrs {
+		ln, socket, err := listen(addr)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		if socket != "" {
+			sockets = append(sockets, socket)
+		}
+		srv := &http.Server{Handler: sv.handler(socket != ""), ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, srv)
+		go func() { _ = srv.Serve(ln) }()
+		sv.log.Info().Str("listen", addr).Msg("serving the API")
+	}
+	return stop, nil
+}
+
+// listen opens "unix:PATH" (mode 0600; a stale socket is replaced, a live one is an
+// error) or "HOST:PORT".
+func listen(addr string) (net.Listener, string, error) {
+	path, isUnix := strings.CutPrefix(addr, "unix:")
+	if !isUnix {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		return ln, "", nil
+	}
+	if conn, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		conn.Close()
+		return nil, "", fmt.Errorf("listen on %s: another process is serving this socket", addr)
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		_ = os.Remove(path)
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, path, nil
+}
+
+// handler serves the API on one listener; trusted listeners (the unix socket) may
+// call mutating endpoints without a token.
+func (sv *Supervisor) handler(trusted bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, sv.Status())
+	})
+	mux.HandleFunc("GET /v1/ready", func(w http.ResponseWriter, _ *http.Request) {
+		doc := sv.Status()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if doc.Ready.True() {
+			w.WriteHeader(http.StatusOK)
+			fmt.Fprintln(w, "ready")
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		msg := doc.Ready.Reason
+		if doc.Ready.Message != "" {
+			msg += ": " + doc.Ready.Message
+		}
+		fmt.Fprintln(w, msg)
+	})
+	mux.HandleFunc("GET /v1/live", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "live")
+	})
+	mux.HandleFunc("GET /metrics", sv.serveMetrics)
+	mutate := func(kind requestKind) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if !trusted {
+				if code, msg := sv.authorize(r); code != 0 {
+					writeJSON(w, code, map[string]string{"error": msg})
+					return
+				}
+			}
+			errc := make(chan error, 1)
+			req := request{kind: kind, name: r.PathValue("name"), reply: func(err error) { errc <- err }}
+			select {
+			case sv.requests <- req:
+			case <-r.Context().Done():
+				return
+			}
+			var err error
+			select {
+			case err = <-errc:
+			case <-r.Context().Done():
+				return
+			}
+			switch {
+			case err == nil:
+				writeJSON(w, http.StatusOK, map[string]string{"result": "ok"})
+			case errors.Is(err, errNoContainer):
+				writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+			case errors.Is(err, errPreparing), errors.Is(err, errStopping):
+				writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
+			default:
+				writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": err.Error()})
+			}
+		}
+	}
+	mux.HandleFunc("POST /v1/containers/{name}/restart", mutate(reqRestart))
+	mux.HandleFunc("POST /v1/containers/{name}/stop", mutate(reqStop))
+	mux.HandleFunc("POST /v1/containers/{name}/start", mutate(reqStart))
+	mux.HandleFunc("POST /v1/reload", mutate(reqReload))
+	mux.HandleFunc("POST /v1/shutdown", mutate(reqShutdown))
+	return mux
+}
+
+// authorize checks the bearer token of a mutating call over TCP: no token configured
+// or no header is 403, a wrong token 401.
+func (sv *Supervisor) authorize(r *http.Request) (int, string) {
+	if sv.token == "" {
+		return http.StatusForbidden, "mutating calls over TCP need --api-token-file"
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return http.StatusForbidden, "missing Authorization: Bearer token"
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(sv.token)) != 1 {
+		return http.StatusUnauthorized, "wrong token"
+	}
+	return 0, ""
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

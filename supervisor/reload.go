@@ -1,0 +1,156 @@
+package supervisor
+
+import (
+	"reflect"
+	"slices"
+
+	"github.com/tend-sh/tend/container"
+	"github.com/tend-sh/tend/spec"
+)
+
+// reload re-reads the spec and applies the difference (SPEC.md §3.6): unchanged
+// containers keep running untouched, a change of target_state alone stops or starts
+// the container, changed ones are stopped and started again with their init
+// commands, removed ones are stopped and destroyed, new ones start. An invalid spec
+// changes nothing and is shown in status as reload_error.
+func (sv *Supervisor) reload(req request) {
+	if sv.reloading {
+		sv.pendingReloads = append(sv.pendingReloads, req)
+		return
+	}
+	reply := func(err error) {
+		if req.reply != nil {
+			req.reply(err)
+		}
+	}
+	next, err := sv.opts.Load()
+	if err != nil {
+		sv.log.Error().Err(err).Msg("reload: the new spec is invalid; nothing changed")
+		sv.mu.Lock()
+		sv.reloadErr = err.Error()
+		sv.mu.Unlock()
+		sv.notify()
+		reply(err)
+		return
+	}
+	prev := sv.spec
+	old := map[string]*container.Container{}
+	for _, c := range sv.current() {
+		old[c.Name()] = c
+	}
+	var keep, replaced, removed, added []*container.Container
+	var list []*container.Container // the status list until the replaced ones are stopped
+	var final []*container.Container
+	for i := range next.Containers {
+		cs := &next.Containers[i]
+		oc := old[cs.Name]
+		delete(old, cs.Name)
+		if oc != nil && sameContainer(prev, oc.Spec(), next, cs) {
+			if oc.Status().TargetState != cs.TargetState {
+				if cs.TargetState == spec.TargetRemoved {
+					oc.Stop()
+				} else {
+					oc.Start()
+				}
+			}
+			keep = append(keep, oc)
+			list = append(list, oc)
+			final = append(final, oc)
+			continue
+		}
+		nc, err := sv.newContainer(next, cs)
+		if err != nil {
+			sv.log.Error().Err(err).Msg("reload failed; nothing changed")
+			sv.mu.Lock()
+			sv.reloadErr = err.Error()
+			sv.mu.Unlock()
+			reply(err)
+			return
+		}
+		final = append(final, nc)
+		if oc != nil {
+			replaced = append(replaced, oc)
+			list = append(list, oc)
+		} else {
+			added = append(added, nc)
+		}
+	}
+	for _, c := range sv.current() {
+		if _, gone := old[c.Name()]; gone {
+			removed = append(removed, c)
+			list = append(list, c)
+		}
+	}
+	sv.log.Info().Int("unchanged", len(keep)).Int("changed", len(replaced)).Int("removed", len(removed)).Int("added", len(added)).Msg("reloading")
+
+	sv.mu.Lock()
+	sv.spec = next
+	sv.revision = revisionOf(next)
+	sv.reloadErr = ""
+	sv.containers = list
+	sv.mu.Unlock()
+	sv.notify()
+	reply(nil)
+
+	stopping := append(slices.Clone(replaced), removed...)
+	if len(stopping) == 0 {
+		sv.swap(final)
+		return
+	}
+	ignoring := 0
+	for _, c := range stopping {
+		if c.Spec().TermBarrier != spec.BarrierWait {
+			ignoring++
+		}
+	}
+	barrier := container.NewBarrier(ignoring)
+	for _, c := range replaced {
+		c.Shutdown(container.StopOp{Barrier: barrier})
+	}
+	for _, c := range removed {
+		c.Shutdown(container.StopOp{Barrier: barrier, Destroy: true})
+	}
+	sv.reloading = true
+	go func() {
+		for _, c := range stopping {
+			<-c.Done()
+		}
+		sv.internal <- func() { sv.swap(final) }
+	}()
+}
+
+// swap makes list the running set, starts the containers that have not run yet, and
+// takes the next queued reload.
+func (sv *Supervisor) swap(list []*container.Container) {
+	sv.mu.Lock()
+	started := map[*container.Container]bool{}
+	for _, c := range sv.containers {
+		started[c] = true
+	}
+	sv.containers = list
+	sv.mu.Unlock()
+	for _, c := range list {
+		if !started[c] {
+			go c.Run(sv.runCtx)
+		}
+	}
+	sv.reloading = false
+	sv.notify()
+	sv.log.Info().Msg("reload applied")
+	if len(sv.pendingReloads) > 0 {
+		req := sv.pendingReloads[0]
+		sv.pendingReloads = sv.pendingReloads[1:]
+		sv.reload(req)
+	}
+}
+
+// sameContainer reports whether a container needs no restart: its spec (apart from
+// target_state) and everything it inherits from the instance (environment, working
+// directory) are unchanged.
+func sameContainer(prevSpec *spec.Spec, prev *spec.Container, nextSpec *spec.Spec, next *spec.Container) bool {
+	a, b := *prev, *next
+	a.TargetState, b.TargetState = "", ""
+	return reflect.DeepEqual(a, b) &&
+		slices.Equal(prevSpec.ProcessEnv(prev.Env), nextSpec.ProcessEnv(next.Env)) &&
+		prevSpec.WorkDir(prev.WorkingDir) == nextSpec.WorkDir(next.WorkingDir)
+}

@@ -1,0 +1,502 @@
+// Package supervisor owns the instance: preparing it (init containers), the set of
+// containers, shutdown behind the TERM barrier, reload, signals, the status document,
+// the API and the reporter. One goroutine (Run's) makes every decision; the API and
+// signal handlers only send it requests.
+package supervisor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tend-sh/tend/container"
+	"github.com/tend-sh/tend/proc"
+	"github.com/tend-sh/tend/restart"
+	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
+)
+
+// Options configure a supervisor beyond its spec.
+type Options struct {
+	// Load re-reads the spec for a reload.
+	Load func() (*spec.Spec, error)
+	// Listen holds the API addresses: "unix:PATH" or "HOST:PORT".
+	Listen         []string
+	APITokenFile   string
+	ReportURL      string
+	ReportInterval time.Duration
+	Log            zerolog.Logger
+	Stdout, Stderr io.Writer
+}
+
+// ExitError is a runtime failure that ends tend with exit code 1.
+type ExitError struct{ Err error }
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Supervisor runs one instance.
+type Supervisor struct {
+	opts   Options
+	log    zerolog.Logger
+	stdout *container.Output
+	stderr *container.Output
+	token  string
+
+	requests chan request
+	changed  chan struct{} // coalesced "some status changed"
+	internal chan func()   // work handed back to the main loop by its own goroutines
+	runCtx   context.Context
+
+	// Owned by the main loop.
+	reloading      bool
+	pendingReloads []request
+	reportKick     chan struct{} // nil without --report-url
+
+	mu         sync.Mutex // guards the fields below, read by the API
+	spec       *spec.Spec
+	revision   string
+	state      string
+	installed  status.Condition
+	ready      status.Condition
+	inits      []status.InitContainer
+	containers []*container.Container
+	reloadErr  string
+}
+
+// New returns a supervisor for s.
+func New(s *spec.Spec, opts Options) *Supervisor {
+	now := time.Now()
+	sv := &Supervisor{
+		opts:      opts,
+		log:       opts.Log,
+		stdout:    container.NewOutput(opts.Stdout),
+		stderr:    container.NewOutput(opts.Stderr),
+		requests:  make(chan request),
+		changed:   make(chan struct{}, 1),
+		internal:  make(chan func(), 4),
+		spec:      s,
+		revision:  revisionOf(s),
+		state:     status.InstancePreparing,
+		installed: status.NewCondition(false, "Preparing", "", now),
+		ready:     status.NewCondition(false, "Preparing", "", now),
+	}
+	for _, ic := range s.InitContainers {
+		sv.inits = append(sv.inits, status.InitContainer{Name: ic.Name, State: status.Waiting})
+	}
+	return sv
+}
+
+// revisionOf names a spec by the hash of its file, so an orchestrator can tell
+// which revision is running.
+func revisionOf(s *spec.Spec) string {
+	b, err := os.ReadFile(s.Path())
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
+}
+
+// notify tells the main loop that some status changed. It never blocks.
+func (sv *Supervisor) notify() {
+	select {
+	case sv.changed <- struct{}{}:
+	default:
+	}
+	if sv.reportKick != nil {
+		select {
+		case sv.reportKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Run runs the instance until a requested shutdown (exit code 0), the end of a job
+// (its exit code), or a runtime failure (*ExitError).
+func (sv *Supervisor) Run(ctx context.Context) (int, error) {
+	if err := proc.BecomeSubreaper(); err != nil {
+		sv.log.Warn().Err(err).Msg("cannot become a child subreaper; orphans will not be reaped here")
+	}
+	signals := make(chan os.Signal, 8)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(signals)
+
+	if sv.opts.APITokenFile != "" {
+		b, err := os.ReadFile(sv.opts.APITokenFile)
+		if err != nil {
+			return 1, &ExitError{fmt.Errorf("read --api-token-file: %w", err)}
+		}
+		sv.token = trimSpace(string(b))
+	}
+	stopAPI, err := sv.serveAPI()
+	if err != nil {
+		return 1, &ExitError{err}
+	}
+	defer stopAPI()
+	if sv.opts.ReportURL != "" {
+		stopReport := sv.startReporter()
+		defer stopReport()
+	}
+
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	sv.runCtx = runCtx
+
+	// Preparing: init containers in order, bounded by init_timeout_ms.
+	sv.log.Info().Str("instance", sv.spec.Instance.Name).Str("revision", sv.revision).Msg("preparing")
+	prepared := make(chan error, 1)
+	prepCtx, cancelPrep := context.WithCancel(runCtx)
+	if t := spec.Ms(sv.spec.Instance.InitTimeoutMs); t > 0 {
+		prepCtx, cancelPrep = context.WithTimeout(runCtx, t)
+	}
+	go func() { prepared <- sv.prepare(prepCtx) }()
+	var pendingReload []request
+	for preparing := true; preparing; {
+		select {
+		case err := <-prepared:
+			cancelPrep()
+			if err != nil {
+				if errors.Is(err, context.DeadlineExceeded) {
+					err = fmt.Errorf("preparing took longer than instance.init_timeout_ms (%v)", spec.Ms(sv.spec.Instance.InitTimeoutMs))
+				}
+				sv.setInstance(status.InstanceStopped, func() {
+					sv.installed.Set(false, "PrepareFailed", err.Error(), time.Now())
+				})
+				sv.log.Error().Err(err).Msg("preparing failed")
+				return 1, &ExitError{err}
+			}
+			preparing = false
+		case sig := <-signals:
+			switch sig {
+			case syscall.SIGTERM, syscall.SIGINT:
+				sv.log.Info().Str("signal", sig.String()).Msg("shutdown requested while preparing")
+				cancelPrep()
+				<-prepared
+				sv.setInstance(status.InstanceStopped, nil)
+				return 0, nil
+			case syscall.SIGHUP:
+				pendingReload = append(pendingReload, request{kind: reqReload})
+			}
+		case req := <-sv.requests:
+			switch req.kind {
+			case reqShutdown:
+				req.reply(nil)
+				cancelPrep()
+				<-prepared
+				sv.setInstance(status.InstanceStopped, nil)
+				return 0, nil
+			case reqReload:
+				pendingReload = append(pendingReload, req) // after preparing, SPEC.md §3.6
+			default:
+				req.reply(errPreparing)
+			}
+		case <-ctx.Done():
+			cancelPrep()
+			<-prepared
+			return 0, nil
+		}
+	}
+	cancelPrep()
+
+	now := time.Now()
+	sv.setInstance(status.InstanceRunning, func() {
+		sv.installed.Set(true, "Prepared", "", now)
+	})
+	sv.log.Info().Msg("prepared; starting containers")
+	for i := range sv.spec.Containers {
+		c, err := sv.newContainer(sv.spec, &sv.spec.Containers[i])
+		if err != nil {
+			sv.killAll()
+			return 1, &ExitError{err}
+		}
+		sv.mu.Lock()
+		sv.containers = append(sv.containers, c)
+		sv.mu.Unlock()
+		go c.Run(runCtx)
+	}
+	sv.updateReady()
+	for _, req := range pendingReload {
+		sv.reload(req)
+	}
+
+	for {
+		select {
+		case sig := <-signals:
+			switch sig {
+			case syscall.SIGTERM, syscall.SIGINT:
+				sv.log.Info().Str("signal", sig.String()).Msg("shutdown requested")
+				return sv.shutdown(signals, 0), nil
+			case syscall.SIGHUP:
+				sv.reload(request{kind: reqReload})
+			case syscall.SIGUSR1, syscall.SIGUSR2:
+				for _, c := range sv.current() {
+					c.Signal(sig.(syscall.Signal))
+				}
+			}
+		case req := <-sv.requests:
+			if req.kind == reqShutdown {
+				req.reply(nil)
+				sv.log.Info().Msg("shutdown requested through the API")
+				return sv.shutdown(signals, 0), nil
+			}
+			sv.handle(req)
+		case f := <-sv.internal:
+			f()
+		case <-sv.changed:
+			sv.updateReady()
+			if code, done := sv.jobFinished(); done {
+				sv.log.Info().Int("exit_code", code).Msg("every container has finished")
+				return sv.shutdown(signals, code), nil
+			}
+		case <-ctx.Done():
+			return sv.shutdown(signals, 0), nil
+		}
+	}
+}
+
+// newContainer builds a container of spec s.
+func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container) (*container.Container, error) {
+	c, err := container.New(container.Config{
+		Spec:    cs,
+		Env:     s.ProcessEnv(cs.Env),
+		Dir:     s.WorkDir(cs.WorkingDir),
+		Stdout:  sv.stdout,
+		Stderr:  sv.stderr,
+		Log:     sv.log,
+		Changed: sv.notify,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", cs.Name, err)
+	}
+	return c, nil
+}
+
+// prepare runs the init containers strictly in order, each until it exits 0.
+func (sv *Supervisor) prepare(ctx context.Context) error {
+	s := sv.spec
+	for i := range s.InitContainers {
+		ic := &s.InitContainers[i]
+		env := s.ProcessEnv(ic.Env)
+		sv.setInit(i, func(st *status.InitContainer) { st.State = status.Running })
+		sv.log.Info().Str("init_container", ic.Name).Msg("running init container")
+		err := container.RunUntilSuccess(ctx,
+			func() ([]string, error) { return spec.Argv(ic.Command, env) },
+			proc.Cmd{
+				Env:    env,
+				Dir:    s.WorkDir(ic.WorkingDir),
+				Stdout: container.NewLineWriter(ic.Name, sv.stdout, nil),
+				Stderr: container.NewLineWriter(ic.Name, sv.stderr, nil),
+			},
+			restart.FromSpec(ic.TimeLimit),
+			func(e proc.Exit) {
+				x := &status.Exit{Code: e.Status(), At: status.At(time.Now()), Reason: e.String()}
+				if e.Signal != 0 {
+					x.Signal = e.String()
+				}
+				sv.setInit(i, func(st *status.InitContainer) { st.Attempts++; st.LastExit = x })
+				ev := sv.log.Info()
+				if !e.Success() {
+					ev = sv.log.Warn()
+				}
+				ev.Str("init_container", ic.Name).Str("exit", e.String()).Msg("init container finished")
+			})
+		if err != nil {
+			return fmt.Errorf("init container %q: %w", ic.Name, err)
+		}
+		sv.setInit(i, func(st *status.InitContainer) { st.State = "succeeded" })
+	}
+	return nil
+}
+
+func (sv *Supervisor) setInit(i int, f func(*status.InitContainer)) {
+	sv.mu.Lock()
+	f(&sv.inits[i])
+	sv.mu.Unlock()
+	sv.notify()
+}
+
+// setInstance changes the instance state (and whatever f changes) under the lock.
+func (sv *Supervisor) setInstance(state string, f func()) {
+	sv.mu.Lock()
+	sv.state = state
+	if f != nil {
+		f()
+	}
+	sv.mu.Unlock()
+	sv.notify()
+}
+
+// current returns the running containers in spec order.
+func (sv *Supervisor) current() []*container.Container {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return append([]*container.Container(nil), sv.containers...)
+}
+
+// updateReady recomputes the instance ready condition: installed and every
+// container ready.
+func (sv *Supervisor) updateReady() {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	now := time.Now()
+	if !sv.installed.True() {
+		sv.ready.Set(false, "NotInstalled", sv.installed.Message, now)
+		return
+	}
+	var notReady []string
+	for _, c := range sv.containers {
+		st := c.Status()
+		if !st.Ready.True() {
+			msg := st.Ready.Message
+			if msg == "" {
+				msg = st.Ready.Reason
+			}
+			notReady = append(notReady, st.Name+": "+msg)
+		}
+	}
+	if len(notReady) == 0 {
+		sv.ready.Set(true, "ContainersReady", "", now)
+		return
+	}
+	sv.ready.Set(false, "ContainersNotReady", joinLimited(notReady, "; "), now)
+}
+
+// jobFinished reports, in job mode (every container never or on_failure), whether no
+// container can run again, and the exit code: the final exit of the first container
+// in spec order that did not end with 0.
+func (sv *Supervisor) jobFinished() (int, bool) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if len(sv.containers) == 0 {
+		return 0, false
+	}
+	for _, c := range sv.containers {
+		if c.Spec().RestartPolicy.Mode == spec.ModeAlways {
+			return 0, false
+		}
+	}
+	code := 0
+	for _, c := range sv.containers {
+		st := c.Status()
+		switch {
+		case st.State == status.Completed:
+			if code == 0 && st.LastExit != nil && st.LastExit.Code != 0 {
+				code = st.LastExit.Code
+			}
+		case st.State == status.Stopped && st.TargetState == spec.TargetRemoved:
+		default:
+			return 0, false
+		}
+	}
+	return code, true
+}
+
+// shutdown stops every container concurrently behind one TERM barrier, destroys
+// them, and returns code. A second SIGTERM/SIGINT kills everything at once.
+func (sv *Supervisor) shutdown(signals <-chan os.Signal, code int) int {
+	sv.setInstance(status.InstanceStopping, nil)
+	cs := sv.current()
+	ignoring := 0
+	for _, c := range cs {
+		if c.Spec().TermBarrier != spec.BarrierWait {
+			ignoring++
+		}
+	}
+	killCtx, kill := context.WithCancel(context.Background())
+	defer kill()
+	op := container.StopOp{Barrier: container.NewBarrier(ignoring), Kill: killCtx, Destroy: true}
+	for _, c := range cs {
+		c.Shutdown(op)
+	}
+	for _, c := range cs {
+	wait:
+		for {
+			select {
+			case <-c.Done():
+				break wait
+			case sig := <-signals:
+				if sig == syscall.SIGTERM || sig == syscall.SIGINT {
+					sv.log.Warn().Str("signal", sig.String()).Msg("second signal: killing everything now")
+					kill()
+				}
+			case req := <-sv.requests:
+				req.reply(errStopping)
+			case <-sv.internal: // a reload finishing: nothing new starts now
+			case <-sv.changed:
+				sv.updateReady()
+			}
+		}
+	}
+	sv.setInstance(status.InstanceStopped, nil)
+	sv.updateReady()
+	sv.log.Info().Int("exit_code", code).Msg("stopped")
+	return code
+}
+
+// killAll SIGKILLs every container started so far (a failure while starting them).
+func (sv *Supervisor) killAll() {
+	killCtx, kill := context.WithCancel(context.Background())
+	kill()
+	for _, c := range sv.current() {
+		c.Shutdown(container.StopOp{Kill: killCtx})
+		<-c.Done()
+	}
+}
+
+// Status builds the status document.
+func (sv *Supervisor) Status() status.Document {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	doc := status.Document{
+		Instance:       sv.spec.Instance.Name,
+		Revision:       sv.revision,
+		State:          sv.state,
+		Installed:      sv.installed,
+		Ready:          sv.ready,
+		InitContainers: append([]status.InitContainer{}, sv.inits...),
+		Containers:     []status.Container{},
+		ReloadError:    sv.reloadErr,
+	}
+	for _, c := range sv.containers {
+		doc.Containers = append(doc.Containers, c.Status())
+	}
+	return doc
+}
+
+func joinLimited(parts []string, sep string) string {
+	const maxParts = 10
+	extra := 0
+	if len(parts) > maxParts {
+		extra = len(parts) - maxParts
+		parts = parts[:maxParts]
+	}
+	s := ""
+	for i, p := range parts {
+		if i > 0 {
+			s += sep
+		}
+		s += p
+	}
+	if extra > 0 {
+		s += fmt.Sprintf("%s(%d more)", sep, extra)
+	}
+	return s
+}
+
+func trimSpace(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r' || s[len(s)-1] == ' ') {
+		s = s[:len(s)-1]
+	}
+	return s
+}

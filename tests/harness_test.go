@@ -1,0 +1,285 @@
+// Package tests runs the real tend binary with real children, signals and sockets.
+// Each tend runs as PID 1 of its own PID namespace (unshare --pid --fork
+// --mount-proc --kill-child), so whatever a test leaves behind dies with it.
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tend-sh/tend/status"
+)
+
+var tendBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tend-test-bin")
+	if err != nil {
+		panic(err)
+	}
+	tendBin = filepath.Join(dir, "tend")
+	build := exec.Command("go", "build", "-race", "-o", tendBin, "..")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build tend:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and many readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// tend is one running tend under test.
+type tend struct {
+	t      *testing.T
+	dir    string
+	sock   string
+	cmd    *exec.Cmd
+	stdout *syncBuffer
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+type runOpts struct {
+	pid1 bool     // run as PID 1 of a new PID namespace (default for isolation)
+	args []string // extra flags for `tend run`
+	env  []string
+}
+
+// start writes spec (with {DIR} replaced by the test's directory) and runs tend on it.
+func start(t *testing.T, specText string, opts ...runOpts) *tend {
+	t.Helper()
+	o := runOpts{pid1: true}
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	dir := t.TempDir()
+	specText = strings.ReplaceAll(specText, "{DIR}", dir)
+	path := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(path, []byte(specText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "tend.sock")
+	args := append([]string{"run", "--log-format", "json", "--log-level", "debug"}, o.args...)
+	args = append(args, path)
+	var cmd *exec.Cmd
+	if o.pid1 {
+		cmd = exec.Command("unshare", append([]string{"--pid", "--fork", "--mount-proc", "--kill-child", tendBin}, args...)...)
+	} else {
+		cmd = exec.Command(tendBin, args...)
+	}
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), o.env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	tp := &tend{t: t, dir: dir, sock: sock, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = tp.stdout, tp.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { tp.err = cmd.Wait(); close(tp.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-tp.done:
+		default:
+			// The namespace dies with its PID 1; unshare --kill-child takes it down.
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-tp.done
+		}
+		if t.Failed() {
+			t.Logf("tend stdout:\n%s", tail(tp.stdout.String(), 4000))
+			t.Logf("tend stderr:\n%s", tail(tp.stderr.String(), 8000))
+		}
+	})
+	return tp
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// pid is tend's pid as seen from the test: the child of unshare in PID 1 mode.
+func (tp *tend) pid() int {
+	tp.t.Helper()
+	if tp.cmd.Args[0] != "unshare" {
+		return tp.cmd.Process.Pid
+	}
+	var pid int
+	waitFor(tp.t, 10*time.Second, "tend's pid under unshare", func() (bool, string) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", tp.cmd.Process.Pid, tp.cmd.Process.Pid))
+		if err != nil {
+			return false, err.Error()
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return false, "no child yet"
+		}
+		pid, _ = strconv.Atoi(f[0])
+		return true, ""
+	})
+	return pid
+}
+
+// signal sends sig to tend itself.
+func (tp *tend) signal(sig syscall.Signal) {
+	tp.t.Helper()
+	if err := syscall.Kill(tp.pid(), sig); err != nil {
+		tp.t.Fatalf("signal tend: %v", err)
+	}
+}
+
+// wait waits for tend to exit and returns its exit code.
+func (tp *tend) wait(timeout time.Duration) int {
+	tp.t.Helper()
+	select {
+	case <-tp.done:
+	case <-time.After(timeout):
+		tp.t.Fatalf("tend did not exit within %v", timeout)
+	}
+	if tp.err == nil {
+		return 0
+	}
+	if ee, ok := tp.err.(*exec.ExitError); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	tp.t.Fatalf("wait tend: %v", tp.err)
+	return -1
+}
+
+func (tp *tend) client() *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", tp.sock)
+		}}}
+}
+
+// status fetches the status document; ok is false while tend is not answering.
+func (tp *tend) status() (status.Document, bool) {
+	var doc status.Document
+	resp, err := tp.client().Get("http://tend/v1/status")
+	if err != nil {
+		return doc, false
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return doc, false
+	}
+	return doc, true
+}
+
+// waitStatus waits until cond holds for the status document.
+func (tp *tend) waitStatus(timeout time.Duration, what string, cond func(status.Document) bool) status.Document {
+	tp.t.Helper()
+	var doc status.Document
+	waitFor(tp.t, timeout, what, func() (bool, string) {
+		d, ok := tp.status()
+		if !ok {
+			return false, "tend not answering"
+		}
+		doc = d
+		b, _ := json.Marshal(d)
+		return cond(d), string(b)
+	})
+	return doc
+}
+
+func containerStatus(doc status.Document, name string) status.Container {
+	for _, c := range doc.Containers {
+		if c.Name == name {
+			return c
+		}
+	}
+	return status.Container{}
+}
+
+// waitFor polls cond (tests may poll; tend may not) until it holds or the deadline
+// passes, and reports what it last saw.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		last = seen
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s; last saw: %s", timeout, what, tail(last, 3000))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitFile waits until path exists and returns its content.
+func waitFile(t *testing.T, timeout time.Duration, path string) string {
+	t.Helper()
+	var content string
+	waitFor(t, timeout, "file "+path, func() (bool, string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false, err.Error()
+		}
+		content = string(b)
+		return true, ""
+	})
+	return content
+}
+
+// lines returns the non-empty lines of path.
+func lines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func jsonDecode(r interface{ Read([]byte) (int, error) }, v any) error {
+	return json.NewDecoder(r).Decode(v)
+}
