@@ -280,7 +280,11 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, path string) {
 	if t.Kind() == reflect.String {
 		return // every scalar is a string (port: 8080 is "8080")
 	}
-	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+	tags := map[reflect.Kind]string{reflect.Bool: "!!bool", reflect.Int: "!!int", reflect.Int64: "!!int", reflect.Float64: "!!float"}
+	tag := n.ShortTag()
+	// go-yaml would truncate 1.5 into an int; only a float field takes both.
+	tagOK := tag == tags[t.Kind()] || (t.Kind() == reflect.Float64 && tag == "!!int")
+	if err := n.Decode(reflect.New(t).Interface()); err != nil || !tagOK {
 		w.c.structf(path, n.Line, "must be %s, got %s", want, describe(n))
 	}
 }

@@ -73,7 +73,8 @@ type tend struct {
 }
 
 type runOpts struct {
-	pid1 bool     // run as PID 1 of a new PID namespace (default for isolation)
+	pid1    bool     // run as PID 1 of a new PID namespace (default for isolation)
+	discard bool     // send tend's stdout to /dev/null (floods)
 	args []string // extra flags for `tend run`
 	env  []string
 }
@@ -105,6 +106,9 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	tp := &tend{t: t, dir: dir, sock: sock, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = tp.stdout, tp.stderr
+	if o.discard {
+		cmd.Stdout = nil
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

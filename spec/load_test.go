@@ -1,0 +1,290 @@
+package spec
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func i64(v int64) *int64 { return &v }
+
+func TestDefaults(t *testing.T) {
+	s := mustLoad(t, `
+instance: {port: 8080}
+resources: [{name: r, urls: ["http://h/r"]}]
+dynamic_resources: [{name: d, revision: 1, urls: ["http://h/d"], storage_dir: st, destination: dst, verify: {http_get: {}}}]
+init_containers: [{name: i, command: x}]
+containers:
+  - name: a
+    command: x
+    init: [{command: y}]
+    liveness_probe: {http_get: {}}
+    readiness_probe: {tcp_socket: {}}
+    destroy_policy: {exec: {command: z}}
+    notify_actions: [{http_get: {path: /n}}]
+    log: {file: a.log}
+`, nil)
+	if s.Instance.Name != "host1" || !filepath.IsAbs(s.Instance.Dir) || filepath.Dir(s.Path()) != s.Instance.Dir || *s.Instance.InitTimeoutMs != 0 {
+		t.Errorf("instance = %+v, want name host1, dir of the spec file, init_timeout_ms 0", s.Instance)
+	}
+	if r := s.Resources[0]; r.Checksum != "EMPTY:" || r.CheckPeriod != "0d0h0m" {
+		t.Errorf("resource = %+v, want checksum EMPTY:, check_period 0d0h0m", r)
+	}
+	d := s.DynamicResources[0]
+	if *d.CachedRevisionsCount != 3 || d.Checksum != "EMPTY:" || *d.Verify.MaxTries != 1 || d.Verify.HTTPGet.Port != "8080" {
+		t.Errorf("dynamic resource = %+v, want cached_revisions_count 3, verify defaulted", d)
+	}
+	c := s.Containers[0]
+	wantRP := RestartPolicy{MinPeriodMs: i64(1000), MaxPeriodMs: i64(60000), Backoff: ptr(2.0), MaxJitterMs: i64(1000), StableAfterMs: i64(60000), Mode: "always"}
+	if !reflect.DeepEqual(*c.RestartPolicy, wantRP) {
+		t.Errorf("restart policy = %s, want %s", show(*c.RestartPolicy), show(wantRP))
+	}
+	probe := timeLimit(5000, 5000, 60000, 1000)
+	initTL := timeLimit(0, 1000, 60000, 0)
+	handler := timeLimit(0, 1000, 60000, 10000)
+	tls := []struct {
+		what string
+		got  *TimeLimit
+		want TimeLimit
+	}{
+		{"init container", s.InitContainers[0].TimeLimit, initTL},
+		{"init command", c.Init[0].TimeLimit, initTL},
+		{"liveness", c.LivenessProbe.TimeLimit, probe},
+		{"readiness", c.ReadinessProbe.TimeLimit, probe},
+		{"stop", c.StopPolicy.TimeLimit, handler},
+		{"destroy", c.DestroyPolicy.TimeLimit, handler},
+		{"notify", c.NotifyActions[0].TimeLimit, handler},
+		{"verify", d.Verify.TimeLimit, handler},
+	}
+	for _, tl := range tls {
+		if tl.got == nil || !reflect.DeepEqual(*tl.got, tl.want) {
+			t.Errorf("%s time_limit = %s, want %s", tl.what, show(tl.got), show(tl.want))
+		}
+	}
+	if g := c.LivenessProbe.HTTPGet; g.Host != "localhost" || g.Path != "/" || g.Port != "8080" {
+		t.Errorf("http_get = %+v, want localhost:8080/", g)
+	}
+	if tcp := c.ReadinessProbe.TCPSocket; tcp.Host != "::1" || tcp.Port != "8080" {
+		t.Errorf("tcp_socket = %+v, want [::1]:8080", tcp)
+	}
+	if *c.LivenessProbe.FailureThreshold != 1 || *c.LivenessProbe.SuccessThreshold != 1 {
+		t.Error("probe thresholds not 1/1")
+	}
+	sp := c.StopPolicy
+	if sp.HTTPGet != nil || sp.Exec != nil || sp.UnixSignal != nil || *sp.MaxTries != 1 || *sp.WaitAfterMs != 0 || *sp.TermTimeoutMs != 30000 {
+		t.Errorf("stop policy = %s, want no handler, max_tries 1, wait_after 0, term_timeout 30000", show(sp))
+	}
+	if *c.DestroyPolicy.MaxTries != 1 || *c.NotifyActions[0].MaxTries != 1 || c.NotifyActions[0].HTTPGet.Port != "8080" {
+		t.Error("destroy/notify max_tries or port not defaulted")
+	}
+	if c.TermBarrier != "IGNORE" || c.TargetState != "active" || *c.Log.MaxSizeMb != 100 || *c.Log.MaxFiles != 5 {
+		t.Errorf("container = barrier %q, target %q, log %s", c.TermBarrier, c.TargetState, show(c.Log))
+	}
+}
+
+// TestPresentZeroStays: a field that is present keeps its value, 0 included.
+func TestPresentZeroStays(t *testing.T) {
+	s := mustLoad(t, `
+instance: {init_timeout_ms: 0}
+containers:
+  - name: a
+    command: x
+    restart_policy: {min_period_ms: 0, max_period_ms: 0, max_jitter_ms: 0, stable_after_ms: 0, backoff: 1}
+    liveness_probe:
+      exec: {command: check}
+      failure_threshold: 3
+      time_limit: {initial_delay_ms: 0, min_restart_period_ms: 0, max_restart_period_ms: 0, max_execution_time_ms: 0, restart_period_scale_ms: 7, restart_period_back_off: 1.5}
+    stop_policy: {term_timeout_ms: 0, wait_after_ms: 0, max_tries: 2, time_limit: {max_execution_time_ms: 0}}
+`, nil)
+	c := s.Containers[0]
+	rp := c.RestartPolicy
+	if *rp.MinPeriodMs != 0 || *rp.MaxPeriodMs != 0 || *rp.MaxJitterMs != 0 || *rp.StableAfterMs != 0 || *rp.Backoff != 1 {
+		t.Errorf("restart policy = %s, want the zeros kept", show(rp))
+	}
+	if got, want := *c.LivenessProbe.TimeLimit, (TimeLimit{i64(0), i64(0), i64(0), i64(7), ptr(1.5), i64(0)}); !reflect.DeepEqual(got, want) {
+		t.Errorf("probe time_limit = %s, want %s", show(got), show(want))
+	}
+	if *c.LivenessProbe.FailureThreshold != 3 || *c.LivenessProbe.SuccessThreshold != 1 {
+		t.Error("thresholds: a given one kept, the other defaulted")
+	}
+	sp := c.StopPolicy
+	if *sp.TermTimeoutMs != 0 || *sp.MaxTries != 2 || *sp.TimeLimit.MaxExecutionTimeMs != 0 || *sp.TimeLimit.MinRestartPeriodMs != 1000 {
+		t.Errorf("stop policy = %s", show(sp))
+	}
+}
+
+func TestInstanceDir(t *testing.T) {
+	s := mustLoad(t, "instance: {dir: sub}\ncontainers: [{name: a, command: x, working_dir: w}, {name: b, command: x, working_dir: /abs/./w}, {name: c, command: x}]\n", nil)
+	base := filepath.Dir(s.Path())
+	if s.Instance.Dir != filepath.Join(base, "sub") {
+		t.Errorf("instance.dir = %q, want %q", s.Instance.Dir, filepath.Join(base, "sub"))
+	}
+	for i, want := range []string{filepath.Join(base, "sub", "w"), "/abs/w", filepath.Join(base, "sub")} {
+		if got := s.WorkDir(s.Containers[i].WorkingDir); got != want {
+			t.Errorf("WorkDir(containers[%d]) = %q, want %q", i, got, want)
+		}
+	}
+	if got := s.Vars()["BSCONFIG_IDIR"]; got != s.Instance.Dir {
+		t.Errorf("BSCONFIG_IDIR = %q, want %q", got, s.Instance.Dir)
+	}
+}
+
+// TestEnvOrder: tend's environment, variables, limits, env_files, env, own env; later wins.
+func TestEnvOrder(t *testing.T) {
+	files := map[string]string{
+		"a.env": "# comment\n\nFROM_FILE=a\nexport EXPANDED=${HOME}:$FROM_FILE:${BSCONFIG_IPORT}\nSHARED=file-a\nMEM_LIMIT=from-file\n" +
+			"QUOTED='$HOME'\nDQUOTED=\"x $FROM_FILE\"\nESCAPED=\\$HOME\nTOP=file\n",
+		"dir/b.env": "FROM_FILE=b\nCHAINED=${FROM_FILE}-${EXPANDED}\n",
+		"secrets/token": "s3cr3t\n",
+		"secrets/own":   "own-secret",
+	}
+	s := mustLoad(t, `
+instance: {port: 8080, vars: {dc: sas}}
+env_files: [a.env, dir/b.env]
+env:
+  - {name: TOP, value: "top-{dc}"}
+  - {name: TOKEN, value_from: {file: secrets/token}}
+  - {name: OVERRIDE, value: top}
+containers:
+  - name: a
+    command: x
+    env: [{name: OVERRIDE, value: own}, {name: OWN_SECRET, value_from: {file: secrets/own}}, {name: HOME, value: /own}]
+`, files)
+	env := s.ProcessEnv(s.Containers[0].Env)
+	got := map[string]string{}
+	var keys []string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, dup := got[k]; dup {
+			t.Errorf("duplicate key %s in %q", k, env)
+		}
+		got[k] = v
+		keys = append(keys, k)
+	}
+	want := map[string]string{
+		"PATH": "/usr/bin:/bin", "HOME": "/own", "SHARED": "file-a",
+		"BSCONFIG_IPORT": "8080", "BSCONFIG_INAME": "host1", "dc": "sas",
+		"CPU_LIMIT": "1.5c", "MEM_LIMIT": "from-file",
+		"EXPANDED": "/home/u:a:8080", "QUOTED": "$HOME", "DQUOTED": "x a", "ESCAPED": "$HOME",
+		"FROM_FILE": "b", "CHAINED": "b-/home/u:a:8080",
+		"TOP": "top-sas", "TOKEN": "s3cr3t", "OVERRIDE": "own", "OWN_SECRET": "own-secret",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("env %s = %q, want %q", k, got[k], v)
+		}
+	}
+	// Keys keep the place they first appeared: tend's environment first.
+	if keys[0] != "HOME" || keys[1] != "PATH" || keys[2] != "SHARED" {
+		t.Errorf("env starts with %q, want tend's environment first", keys[:3])
+	}
+	// The same spec env for an init container without own env.
+	base := s.ProcessEnv(nil)
+	if slicesIndex(base, "OVERRIDE=top") < 0 || slicesIndex(base, "HOME=/home/u") < 0 {
+		t.Errorf("base env = %q, want OVERRIDE=top and HOME=/home/u", base)
+	}
+	// Argv expands from the assembled env.
+	argv, err := Argv(Command{String: `show $TOKEN "$CHAINED" ${OVERRIDE}`}, env)
+	if err != nil || !reflect.DeepEqual(argv, []string{"show", "s3cr3t", "b-/home/u:a:8080", "own"}) {
+		t.Errorf("Argv = %q, %v", argv, err)
+	}
+}
+
+func TestEnvFileErrors(t *testing.T) {
+	tests := []struct{ content, want string }{
+		{"NOEQUALS\n", `a.env:1: want KEY=VALUE, got "NOEQUALS"`},
+		{"# c\n1X=y\n", `a.env:2: invalid variable name "1X"`},
+	}
+	for _, tt := range tests {
+		got := loadErrors(t, "env_files: [a.env]\ncontainers: []\n", map[string]string{"a.env": tt.content})
+		if len(got) != 1 || !strings.HasPrefix(got[0], "env_files[0]: ") || !strings.HasSuffix(got[0], tt.want) {
+			t.Errorf("errors = %q, want env_files[0]: ...%s", got, tt.want)
+		}
+	}
+}
+
+func TestRenderRedactsSecrets(t *testing.T) {
+	s := mustLoad(t, `
+instance: {port: 8080}
+env: [{name: TOKEN, value_from: {file: token}}, {name: PLAIN, value: "p-{BSCONFIG_IPORT}"}]
+containers:
+  - name: a
+    command: ./srv {BSCONFIG_IPORT}
+    env: [{name: OWN, value_from: {file: token}}]
+`, map[string]string{"token": "hunter2\n"})
+	out, err := s.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(out)
+	if strings.Contains(text, "hunter2") {
+		t.Fatalf("Render shows the secret:\n%s", text)
+	}
+	for _, want := range []string{"value: <redacted>", "file: token", "value: p-8080", "command: ./srv 8080",
+		"term_timeout_ms: 30000", "min_restart_period_ms: 1000", "term_barrier: IGNORE", "dir: " + s.Instance.Dir} {
+		if !strings.Contains(text, want) {
+			t.Errorf("Render lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Count(text, "<redacted>") != 2 {
+		t.Errorf("want 2 redacted values:\n%s", text)
+	}
+	// The secret is still there for the process, and the spec itself is unchanged.
+	if env := s.ProcessEnv(s.Containers[0].Env); slicesIndex(env, "OWN=hunter2") < 0 || slicesIndex(env, "TOKEN=hunter2") < 0 {
+		t.Errorf("env lacks the secrets: %q", env)
+	}
+	if s.Env[0].Value != "" {
+		t.Errorf("Render changed the spec: %q", s.Env[0].Value)
+	}
+	// The rendered spec is a spec: without the redacted values it loads again.
+	again := strings.ReplaceAll(text, "value: <redacted>", "")
+	if _, err := Load(writeSpec(t, again, map[string]string{"token": "x"}), testOptions()); err != nil {
+		t.Errorf("rendered spec does not load again: %v\n%s", err, again)
+	}
+}
+
+func TestSecretErrors(t *testing.T) {
+	got := loadErrors(t, "containers: [{name: a, command: x, env: [{name: S, value_from: {file: nope}}]}]\n", nil)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "containers[0].env[0].value_from.file: cannot read the secret: stat ") ||
+		!strings.Contains(got[0], "nope") {
+		t.Errorf("errors = %q", got)
+	}
+}
+
+func TestCommandForms(t *testing.T) {
+	s := mustLoad(t, "containers: [{name: a, command: [echo, 'a b', 3]}, {name: b, command: 42}]\n", nil)
+	if c := s.Containers[0].Command; !c.IsList || !reflect.DeepEqual(c.List, []string{"echo", "a b", "3"}) {
+		t.Errorf("list command = %+v", c)
+	}
+	if c := s.Containers[1].Command; c.IsList || c.String != "42" {
+		t.Errorf("scalar command = %+v", c)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func timeLimit(initial, minPeriod, maxPeriod, execution int64) TimeLimit {
+	return TimeLimit{i64(initial), i64(minPeriod), i64(maxPeriod), i64(0), ptr(1.0), i64(execution)}
+}
+
+// show prints a value with its pointers followed, for messages.
+func show(v any) string {
+	out, err := (&Spec{}).renderValue(v)
+	if err != nil {
+		return err.Error()
+	}
+	return strings.ReplaceAll(strings.TrimSpace(out), "\n", "; ")
+}
+
+func slicesIndex(list []string, v string) int {
+	for i, x := range list {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+var _ = os.Getenv
