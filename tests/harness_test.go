@@ -75,8 +75,8 @@ type tend struct {
 type runOpts struct {
 	pid1    bool     // run as PID 1 of a new PID namespace (default for isolation)
 	discard bool     // send tend's stdout to /dev/null (floods)
-	args []string // extra flags for `tend run`
-	env  []string
+	args    []string // extra flags for `tend run`
+	env     []string
 }
 
 // start writes spec (with {DIR} replaced by the test's directory) and runs tend on it.
@@ -93,7 +93,10 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "tend.sock")
-	args := append([]string{"run", "--log-format", "json", "--log-level", "debug"}, o.args...)
+	args := []string{"run", "--log-format", "json", "--log-level", "debug"}
+	for _, a := range o.args {
+		args = append(args, strings.ReplaceAll(a, "{DIR}", dir))
+	}
 	args = append(args, path)
 	var cmd *exec.Cmd
 	if o.pid1 {

@@ -1,0 +1,235 @@
+package tests
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tend-sh/tend/status"
+)
+
+func post(t *testing.T, tp *tend, path string) int {
+	t.Helper()
+	resp, err := tp.client().Post("http://tend"+path, "", nil)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// stop keeps a container stopped (ready once stopped), start brings it back without
+// re-running its init commands, restart gives it a new process.
+func TestStopStartRestart(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: app
+    command: ["sh", "-c", "echo start >> {DIR}/starts; exec sleep 600"]
+    init: [{command: "sh -c 'echo init >> {DIR}/inits'"}]
+  - name: other
+    command: ["sleep", "600"]
+`)
+	doc := tp.waitStatus(10*time.Second, "app running", func(d status.Document) bool {
+		return containerStatus(d, "app").State == status.Running
+	})
+	otherPid := *containerStatus(doc, "other").Pid
+	if code := post(t, tp, "/v1/containers/app/stop"); code != 200 {
+		t.Fatalf("stop: %d", code)
+	}
+	doc = tp.waitStatus(10*time.Second, "app stopped and ready", func(d status.Document) bool {
+		c := containerStatus(d, "app")
+		return c.State == status.Stopped && c.TargetState == "removed" && c.Ready.Status == "True" && d.Ready.Status == "True"
+	})
+	if code := post(t, tp, "/v1/containers/app/start"); code != 200 {
+		t.Fatalf("start: %d", code)
+	}
+	doc = tp.waitStatus(10*time.Second, "app running again", func(d status.Document) bool {
+		c := containerStatus(d, "app")
+		return c.State == status.Running && c.TargetState == "active"
+	})
+	first := *containerStatus(doc, "app").Pid
+	if code := post(t, tp, "/v1/containers/app/restart"); code != 200 {
+		t.Fatalf("restart: %d", code)
+	}
+	doc = tp.waitStatus(10*time.Second, "app restarted", func(d status.Document) bool {
+		c := containerStatus(d, "app")
+		return c.State == status.Running && c.Pid != nil && *c.Pid != first
+	})
+	if n := len(lines(t, filepath.Join(tp.dir, "inits"))); n != 1 {
+		t.Errorf("init commands ran %d times, want 1 (not after stop/start or restart)", n)
+	}
+	if n := len(lines(t, filepath.Join(tp.dir, "starts"))); n != 3 {
+		t.Errorf("app started %d times, want 3", n)
+	}
+	if o := containerStatus(doc, "other"); *o.Pid != otherPid || o.Restarts != 0 {
+		t.Errorf("other was touched: %+v", o)
+	}
+	if code := post(t, tp, "/v1/containers/nope/restart"); code != 404 {
+		t.Errorf("restart of an unknown container: %d, want 404", code)
+	}
+}
+
+// Concurrent restart requests never run two processes of one container at once.
+func TestConcurrentRestartsStartOneProcess(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: app
+    command: ["sh", "-c", "if [ -e {DIR}/lock ]; then echo twice >> {DIR}/errors; fi; touch {DIR}/lock; trap 'rm -f {DIR}/lock; exit 0' TERM; echo start >> {DIR}/starts; while true; do sleep 0.02; done"]
+`)
+	tp.waitStatus(10*time.Second, "running", func(d status.Document) bool { return containerStatus(d, "app").State == status.Running })
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() { defer wg.Done(); post(t, tp, "/v1/containers/app/restart") }()
+	}
+	wg.Wait()
+	tp.waitStatus(10*time.Second, "running after the restarts", func(d status.Document) bool {
+		return containerStatus(d, "app").State == status.Running
+	})
+	if e := lines(t, filepath.Join(tp.dir, "errors")); len(e) != 0 {
+		t.Errorf("two processes ran at once %d times", len(e))
+	}
+}
+
+// Over TCP, mutating calls need the bearer token: none configured 403, missing 403,
+// wrong 401, right 200; reads need nothing. The unix socket needs no token.
+func TestTokenOverTCP(t *testing.T) {
+	spec := "containers:\n  - name: app\n    command: [\"sleep\", \"600\"]\n"
+	tokenDir := t.TempDir()
+	tokenFile := filepath.Join(tokenDir, "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withToken := "127.0.0.1:" + itoa(freePort(t))
+	tp := start(t, spec, runOpts{pid1: true, args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", withToken, "--api-token-file", tokenFile}})
+	noToken := "127.0.0.1:" + itoa(freePort(t))
+	tp2 := start(t, spec, runOpts{pid1: true, args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", noToken}})
+	tp.waitStatus(10*time.Second, "running", func(d status.Document) bool { return containerStatus(d, "app").State == status.Running })
+	tp2.waitStatus(10*time.Second, "running", func(d status.Document) bool { return containerStatus(d, "app").State == status.Running })
+
+	call := func(addr, method, path, token string) int {
+		req, _ := http.NewRequest(method, "http://"+addr+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		name, addr, method, path, token string
+		want                            int
+	}{
+		{"read without token", withToken, "GET", "/v1/status", "", 200},
+		{"no token configured", noToken, "POST", "/v1/containers/app/restart", "s3cret", 403},
+		{"missing header", withToken, "POST", "/v1/containers/app/restart", "", 403},
+		{"wrong token", withToken, "POST", "/v1/containers/app/restart", "wrong", 401},
+		{"right token", withToken, "POST", "/v1/containers/app/restart", "s3cret", 200},
+	} {
+		if got := call(c.addr, c.method, c.path, c.token); got != c.want {
+			t.Errorf("%s: %s %s = %d, want %d", c.name, c.method, c.path, got, c.want)
+		}
+	}
+	if code := post(t, tp2, "/v1/containers/app/restart"); code != 200 {
+		t.Errorf("restart over the unix socket without a token: %d, want 200", code)
+	}
+	// The CLI reaches a running tend through --listen and prints a clear error when
+	// none is running.
+	out, err := exec.Command(tendBin, "status", "--listen", "unix:"+tp.sock).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "app") {
+		t.Errorf("tend status: %v\n%s", err, out)
+	}
+	out, err = exec.Command(tendBin, "restart", "--listen", withToken, "--api-token-file", tokenFile, "app").CombinedOutput()
+	if err != nil {
+		t.Errorf("tend restart over TCP with the token: %v\n%s", err, out)
+	}
+	out, err = exec.Command(tendBin, "status", "--listen", "unix:"+filepath.Join(tokenDir, "none.sock")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no tend is answering") {
+		t.Errorf("tend status with nothing running: %v\n%s", err, out)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Reload keeps unchanged containers (same pid), restarts changed ones with their
+// init commands, stops and destroys removed ones, starts new ones; an invalid spec
+// changes nothing and shows reload_error until the next good reload.
+func TestReload(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: same
+    command: ["sleep", "600"]
+  - name: changed
+    command: ["sh", "-c", "echo v1 >> {DIR}/changed; exec sleep 600"]
+    init: [{command: "sh -c 'echo init >> {DIR}/changed-init'"}]
+  - name: removed
+    command: ["sleep", "600"]
+    destroy_policy: {exec: {command: "touch {DIR}/removed-destroyed"}}
+`)
+	doc := tp.waitStatus(10*time.Second, "all running", func(d status.Document) bool {
+		for _, n := range []string{"same", "changed", "removed"} {
+			if containerStatus(d, n).State != status.Running {
+				return false
+			}
+		}
+		return true
+	})
+	samePid := *containerStatus(doc, "same").Pid
+	write := func(text string) {
+		if err := os.WriteFile(filepath.Join(tp.dir, "spec.yaml"), []byte(strings.ReplaceAll(text, "{DIR}", tp.dir)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("containers: [{name: same, command: [sleep, 600]}, {name: bad, command: []}]\n")
+	if code := post(t, tp, "/v1/reload"); code == 200 {
+		t.Errorf("reload of an invalid spec answered 200")
+	}
+	doc = tp.waitStatus(5*time.Second, "reload_error", func(d status.Document) bool { return d.ReloadError != "" })
+	if containerStatus(doc, "removed").State != status.Running {
+		t.Errorf("an invalid reload changed something: %+v", doc.Containers)
+	}
+	write(`
+containers:
+  - name: same
+    command: ["sleep", "600"]
+  - name: changed
+    command: ["sh", "-c", "echo v2 >> {DIR}/changed; exec sleep 600"]
+    init: [{command: "sh -c 'echo init >> {DIR}/changed-init'"}]
+  - name: added
+    command: ["sleep", "600"]
+`)
+	tp.signal(syscall.SIGHUP)
+	doc = tp.waitStatus(10*time.Second, "reload applied", func(d status.Document) bool {
+		return d.ReloadError == "" && len(d.Containers) == 3 &&
+			containerStatus(d, "added").State == status.Running &&
+			containerStatus(d, "changed").State == status.Running && len(lines(t, filepath.Join(tp.dir, "changed"))) == 2
+	})
+	if s := containerStatus(doc, "same"); *s.Pid != samePid || s.Restarts != 0 {
+		t.Errorf("unchanged container was touched: %+v (pid was %d)", s, samePid)
+	}
+	if got := strings.Join(lines(t, filepath.Join(tp.dir, "changed")), ","); got != "v1,v2" {
+		t.Errorf("changed container runs: %s, want v1,v2", got)
+	}
+	if n := len(lines(t, filepath.Join(tp.dir, "changed-init"))); n != 2 {
+		t.Errorf("changed container's init ran %d times, want 2", n)
+	}
+	waitFile(t, 5*time.Second, filepath.Join(tp.dir, "removed-destroyed"))
+}
