@@ -193,8 +193,8 @@ type loop struct {
 	stop      *stopRun // the stop sequence in progress, or nil
 	stopSteps chan stopEvent
 	afterStop commandKind // cmdStop: stay stopped; cmdStart/cmdRestart: start again; cmdShutdown: finish
-	killCtx   context.Context
-	finishing bool // a Shutdown arrived; end the loop once stopped
+	finishing    bool    // a Shutdown arrived; end the loop once stopped
+	destroyAfter *StopOp // a destroy asked for while a stop without one was running
 }
 
 func newLoop(c *Container) *loop {
@@ -522,8 +522,9 @@ func (l *loop) beginStop(op StopOp, after commandKind) bool {
 			op.Barrier.Arrive() // this container's TERM is already on its way
 		}
 		l.stop.addKill(op.Kill)
-		if op.Destroy {
-			l.stop.destroy = l.sc.DestroyPolicy
+		if op.Destroy && l.stop.destroy == nil && l.sc.DestroyPolicy != nil {
+			// The running sequence was started without a destroy; run one after it.
+			l.destroyAfter = &op
 		}
 		return false
 	}
@@ -561,8 +562,19 @@ func (l *loop) onStopEvent(ev stopEvent) bool {
 		l.publish()
 		return false
 	}
+	if l.proc != nil {
+		// A stop ends only after the exit; take it before the loop's own select does.
+		<-l.procDone
+		l.onExit()
+	}
 	l.stop = nil
 	l.st.StopStep = ""
+	if op := l.destroyAfter; op != nil {
+		l.destroyAfter = nil
+		l.stop = newStopRun(l, *op, l.sc.DestroyPolicy)
+		go l.stop.run()
+		return false
+	}
 	return l.finishStop()
 }
 
