@@ -150,7 +150,8 @@ func readV2(dirs []string, out map[string]string) {
 
 // weightToCores inverts the Kubernetes conversion of CPU requests to cgroup v2 weight
 // (shares = cores*1024, weight = 1 + (shares-2)*9999/262142), the usual source of a
-// non-default weight.
+// non-default weight. A weight step is about 0.026 cores, so the result is approximate:
+// a request of 1 core (weight 39) reads back as 0.9748c.
 func weightToCores(weight float64) float64 {
 	shares := 2 + (weight-1)*262142/9999
 	return shares / 1024

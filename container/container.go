@@ -190,11 +190,11 @@ type loop struct {
 	initCancel context.CancelFunc
 	initDone   chan error
 
-	stop      *stopRun // the stop sequence in progress, or nil
-	stopSteps chan stopEvent
-	afterStop commandKind // cmdStop: stay stopped; cmdStart/cmdRestart: start again; cmdShutdown: finish
-	finishing    bool    // a Shutdown arrived; end the loop once stopped
-	destroyAfter *StopOp // a destroy asked for while a stop without one was running
+	stop         *stopRun // the stop sequence in progress, or nil
+	stopSteps    chan stopEvent
+	afterStop    commandKind // cmdStop: stay stopped; cmdStart/cmdRestart: start again; cmdShutdown: finish
+	finishing    bool        // a Shutdown arrived; end the loop once stopped
+	destroyAfter *StopOp     // a destroy asked for while a stop without one was running
 }
 
 func newLoop(c *Container) *loop {

@@ -1,11 +1,12 @@
 package spec
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -271,11 +272,11 @@ func timeLimit(initial, minPeriod, maxPeriod, execution int64) TimeLimit {
 
 // show prints a value with its pointers followed, for messages.
 func show(v any) string {
-	out, err := (&Spec{}).renderValue(v)
+	out, err := yaml.Marshal(v)
 	if err != nil {
 		return err.Error()
 	}
-	return strings.ReplaceAll(strings.TrimSpace(out), "\n", "; ")
+	return strings.ReplaceAll(strings.TrimSpace(string(out)), "\n", "; ")
 }
 
 func slicesIndex(list []string, v string) int {
@@ -286,5 +287,3 @@ func slicesIndex(list []string, v string) int {
 	}
 	return -1
 }
-
-var _ = os.Getenv

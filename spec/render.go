@@ -41,9 +41,3 @@ func (v EnvVar) MarshalYAML() (any, error) { return v.redacted(), nil }
 
 // MarshalJSON never writes a secret: a value_from variable shows value <redacted>.
 func (v EnvVar) MarshalJSON() ([]byte, error) { return json.Marshal(v.redacted()) }
-
-// renderValue is the YAML of any part of a spec (tests print defaults with it).
-func (s *Spec) renderValue(v any) (string, error) {
-	out, err := yaml.Marshal(v)
-	return string(out), err
-}
