@@ -390,6 +390,7 @@ func (l *loop) onExit() {
 	if l.stop != nil {
 		// Stopping: record the exit; the stop sequence sees it too and finishes.
 		l.recordExit(e, "")
+		l.log.Info().Str("exit", l.st.LastExit.Reason).Int("code", l.st.LastExit.Code).Dur("ran", ran).Msg("exited while stopping")
 		now := time.Now()
 		l.st.Alive.Set(false, "Stopped", "", now)
 		l.st.Ready.Set(false, "Stopping", "", now)
