@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -57,7 +56,7 @@ func runCommand() *cli.Command {
 			path, vars := c.Args().First(), c.StringSlice("var")
 			s, err := loadSpec(path, vars)
 			if err != nil {
-				return fail(2, "%v", err)
+				return specFailure(path, err)
 			}
 			sv := supervisor.New(s, supervisor.Options{
 				Load:           func() (*spec.Spec, error) { return loadSpec(path, vars) },
@@ -71,10 +70,6 @@ func runCommand() *cli.Command {
 			})
 			code, err := sv.Run(context.Background())
 			if err != nil {
-				var ee *supervisor.ExitError
-				if errors.As(err, &ee) {
-					return fail(1, "%v", err)
-				}
 				return fail(1, "%v", err)
 			}
 			if code != 0 {

@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	_ "github.com/tend-sh/tend/internal/quietlog" // before the metrics package logs at init
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -106,7 +106,17 @@ func (c *Container) Done() <-chan struct{} { return c.done }
 
 // Shutdown stops the container for good by its stop policy as part of op. The
 // container is finished when Done is closed.
-func (c *Container) Shutdown(op StopOp) { c.send(command{kind: cmdShutdown, op: op}) }
+func (c *Container) Shutdown(op StopOp) {
+	select {
+	case c.cmds <- command{kind: cmdShutdown, op: op}:
+	case <-c.done:
+		// Finished already (a reload stopped it): it sends no TERM, so it must not
+		// hold the WAIT containers of op.
+		if c.cfg.Spec.TermBarrier != spec.BarrierWait {
+			op.Barrier.Arrive()
+		}
+	}
+}
 
 // Stop sets target_state removed: the container is stopped by its stop policy and
 // stays stopped.
@@ -519,12 +529,12 @@ func (l *loop) beginStop(op StopOp, after commandKind) bool {
 	}
 	if l.stop != nil {
 		l.afterStop = after
-		if l.sc.TermBarrier != spec.BarrierWait {
-			op.Barrier.Arrive() // this container's TERM is already on its way
-		}
+		l.stop.addBarrier(op.Barrier) // joins op's barrier: arrives at its TERM
 		l.stop.addKill(op.Kill)
 		if op.Destroy && l.stop.destroy == nil && l.sc.DestroyPolicy != nil {
 			// The running sequence was started without a destroy; run one after it.
+			// The running one has joined op's barrier: the destroy must not arrive again.
+			op.Barrier = nil
 			l.destroyAfter = &op
 		}
 		return false

@@ -3,6 +3,7 @@ package container
 import (
 	"context"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,7 +40,6 @@ type stopRun struct {
 	policy  *spec.StopPolicy
 	destroy *spec.Policy
 	waits   bool // term_barrier WAIT
-	barrier *Barrier
 	target  probes.Target
 	events  chan<- stopEvent
 	log     func(step string, kv ...any)
@@ -49,7 +49,12 @@ type stopRun struct {
 	cancelAll context.CancelFunc
 	gone      <-chan struct{} // the loop has ended: nobody reads events any more
 
-	arrived bool
+	// barriers are the TERM barriers of every stop operation this sequence is part
+	// of: its own and those of operations that joined it later (a shutdown during a
+	// reload's stop). The loop adds to them while the sequence runs.
+	mu       sync.Mutex
+	barriers []*Barrier
+	arrived  bool // an IGNORE container reached its TERM (or will send none)
 }
 
 func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
@@ -59,7 +64,7 @@ func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
 		policy:    l.sc.StopPolicy,
 		destroy:   destroy,
 		waits:     l.sc.TermBarrier == spec.BarrierWait,
-		barrier:   op.Barrier,
+		barriers:  []*Barrier{op.Barrier},
 		target:    probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name},
 		events:    l.stopSteps,
 		kill:      ctx,
@@ -101,13 +106,71 @@ func (r *stopRun) run() {
 	}
 }
 
-// arrive tells the barrier this container has reached its TERM. WAIT containers are
-// not counted by the barrier.
+// arrive tells the barriers this container has reached its TERM. WAIT containers are
+// not counted by barriers.
 func (r *stopRun) arrive() {
-	if !r.waits && !r.arrived {
-		r.arrived = true
-		r.barrier.Arrive()
+	if r.waits {
+		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.arrived {
+		return
+	}
+	r.arrived = true
+	for _, b := range r.barriers {
+		b.Arrive()
+	}
+}
+
+// addBarrier makes this sequence part of one more stop operation: an IGNORE container
+// arrives at b when it reaches its TERM (at once if it already has), and a WAIT
+// container still at its barrier step waits for b too.
+func (r *stopRun) addBarrier(b *Barrier) {
+	if b == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.barriers = append(r.barriers, b)
+	if r.arrived {
+		b.Arrive()
+	}
+}
+
+// closedBarrier returns a barrier that is not open yet, or nil.
+func (r *stopRun) closedBarrier() *Barrier {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range r.barriers {
+		select {
+		case <-b.Open():
+		default:
+			return b
+		}
+	}
+	return nil
+}
+
+// waitBarriers waits, for a WAIT container, until every barrier it is part of is
+// open. It reports false when the process exited meanwhile; a kill request ends the
+// wait.
+func (r *stopRun) waitBarriers() bool {
+	logged := false
+	for b := r.closedBarrier(); b != nil; b = r.closedBarrier() {
+		if !logged {
+			logged = true
+			r.log(stepBarrier)
+		}
+		select {
+		case <-b.Open():
+		case <-r.p.Done():
+			return false
+		case <-r.kill.Done():
+			return true
+		}
+	}
+	return true
 }
 
 func (r *stopRun) stopProcess() {
@@ -162,12 +225,13 @@ func (r *stopRun) stopProcess() {
 	r.arrive()
 	if r.waits {
 		r.step(stepBarrier)
-		select {
-		case <-r.barrier.Open():
-		case <-r.p.Done():
+		if !r.waitBarriers() {
 			return
-		case <-r.kill.Done():
 		}
+	}
+	if r.kill.Err() != nil {
+		r.killGroup() // no SIGTERM first: a kill request means at once
+		return
 	}
 	r.step(stepTerm)
 	r.log(stepTerm)

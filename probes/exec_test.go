@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,7 +85,18 @@ func TestExecTimeoutKillsGroup(t *testing.T) {
 	// The grandchild sleeps forever and its parent waits for it: only killing the
 	// whole group ends both.
 	script := fmt.Sprintf("sleep 1000 & echo $! > %s; wait", pidFile)
-	got := Check(context.Background(), execHandler("sh", "-c", script), Target{Env: os.Environ()}, 300*time.Millisecond)
+	// Never hang the suite: if the time limit is not enforced, kill the group ourselves.
+	t.Cleanup(func() { killGroupOf(pidFile) })
+	checked := make(chan Result, 1)
+	go func() {
+		checked <- Check(context.Background(), execHandler("sh", "-c", script), Target{Env: os.Environ()}, 300*time.Millisecond)
+	}()
+	var got Result
+	select {
+	case got = <-checked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the check did not end 10s after its 300ms time limit")
+	}
 	if got.OK || got.Detail != "timed out after 300ms" {
 		t.Errorf("Check = {OK: %v, Detail: %q}, want a failure \"timed out after 300ms\"", got.OK, got.Detail)
 	}
@@ -100,6 +112,21 @@ func TestExecTimeoutKillsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, pid, 5*time.Second)
+}
+
+// killGroupOf SIGKILLs the process group of the pid written in pidFile, if any.
+func killGroupOf(pidFile string) {
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 && pgid != syscall.Getpgrp() {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
 }
 
 // waitGone waits until pid no longer runs (it is gone or a zombie nobody reaped yet).
@@ -133,6 +160,7 @@ func TestExecCancelKillsProcess(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "probe.pid")
 	script := fmt.Sprintf("echo $$ > %s; exec sleep 1000", pidFile)
 	p := probeSpec(execHandler("sh", "-c", script), limits{minPeriod: 10, maxPeriod: 10, backOff: 1}, 1, 1)
+	t.Cleanup(func() { killGroupOf(pidFile) })
 	events, cancel, done := started(t, Liveness, p, Target{Env: os.Environ()}, 1)
 	deadline := time.Now().Add(5 * time.Second)
 	var pid int

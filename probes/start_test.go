@@ -252,8 +252,9 @@ func TestCancelStopsPromptly(t *testing.T) {
 			name:  "sending an event",
 			probe: probeSpec(allOK(t, unread), fixed(10), 1, 1),
 			reached: func(t *testing.T, events <-chan Event) {
-				// Nobody reads: the first result is being sent or soon will be.
+				// Nobody reads: once the first result is counted, it is being sent.
 				unreadHits.wait(t, 1, 5*time.Second)
+				waitCounter(t, "cancel-sending an event", Liveness, "success", 1)
 			},
 		},
 	}
@@ -261,7 +262,8 @@ func TestCancelStopsPromptly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			events := make(chan Event)
-			done := Start(ctx, Liveness, tc.probe, Target{}, 1, events)
+			container := "cancel-" + tc.name
+			done := Start(ctx, Liveness, tc.probe, Target{Container: container}, 1, events)
 			tc.reached(t, events)
 			cancelled := time.Now()
 			cancel()
@@ -278,6 +280,12 @@ func TestCancelStopsPromptly(t *testing.T) {
 				t.Errorf("event %+v after cancel", ev)
 			default:
 			}
+			if tc.name == "in a check" {
+				// The cancelled check is no result: neither reported nor counted.
+				if n := checks(container, Liveness, "failure"); n != 0 {
+					t.Errorf("the cancelled check was counted as a failure (%d)", n)
+				}
+			}
 		})
 	}
 
@@ -289,9 +297,7 @@ func TestCancelStopsPromptly(t *testing.T) {
 			t.Fatalf("%d goroutines before, %d after the probes stopped:\n%s",
 				before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 		}
-		select {
-		case <-time.After(10 * time.Millisecond):
-		}
+		<-time.After(10 * time.Millisecond) // polling with a deadline: goroutines announce no exit
 	}
 }
 
@@ -342,5 +348,25 @@ func TestMetrics(t *testing.T) {
 func TestKindString(t *testing.T) {
 	if Liveness.String() != "liveness" || Readiness.String() != "readiness" {
 		t.Errorf("kinds are %q and %q", Liveness, Readiness)
+	}
+}
+
+// checks reads the checks_total counter of one probe.
+func checks(container string, kind Kind, result string) uint64 {
+	name := `tend_probe_checks_total{container="` + escapeLabel(container) + `",probe="` + kind.String() + `",result="` + result + `"}`
+	return Metrics.GetOrCreateCounter(name).Get()
+}
+
+// waitCounter waits until the checks_total counter of one probe reaches want.
+func waitCounter(t *testing.T, container string, kind Kind, result string, want uint64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for checks(container, kind, result) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s checks of %q: %d after 5s, want %d", kind, result, container, checks(container, kind, result), want)
+		}
+		<-tick.C
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -158,8 +159,18 @@ func readSmallFile(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
-	if st.Size() > maxSideFile {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Stat's size may be wrong (/proc) or stale: read at most one byte too many.
+	data, err := io.ReadAll(io.LimitReader(f, maxSideFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxSideFile {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxSideFile)
 	}
-	return os.ReadFile(path)
+	return data, nil
 }

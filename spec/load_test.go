@@ -137,7 +137,7 @@ func TestEnvOrder(t *testing.T) {
 	files := map[string]string{
 		"a.env": "# comment\n\nFROM_FILE=a\nexport EXPANDED=${HOME}:$FROM_FILE:${BSCONFIG_IPORT}\nSHARED=file-a\nMEM_LIMIT=from-file\n" +
 			"QUOTED='$HOME'\nDQUOTED=\"x $FROM_FILE\"\nESCAPED=\\$HOME\nTOP=file\n",
-		"dir/b.env": "FROM_FILE=b\nCHAINED=${FROM_FILE}-${EXPANDED}\n",
+		"dir/b.env":     "FROM_FILE=b\nCHAINED=${FROM_FILE}-${EXPANDED}\n",
 		"secrets/token": "s3cr3t\n",
 		"secrets/own":   "own-secret",
 	}

@@ -33,6 +33,27 @@ func (sv *Supervisor) reload(req request) {
 		reply(err)
 		return
 	}
+	// New resources are fetched before anything is stopped (SPEC.md §3.6), off the
+	// main loop so that supervision goes on meanwhile; further reloads queue.
+	reply(nil)
+	sv.reloading = true
+	go func() {
+		err := sv.reloadResources(sv.runCtx, next)
+		sv.internal <- func() { sv.applyReload(next, err) }
+	}()
+}
+
+// applyReload applies a loaded spec whose resources are in place.
+func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
+	if resErr != nil {
+		sv.log.Error().Err(resErr).Msg("reload: fetching resources failed; containers unchanged")
+		sv.mu.Lock()
+		sv.reloadErr = resErr.Error()
+		sv.mu.Unlock()
+		sv.notify()
+		sv.finishReload()
+		return
+	}
 	prev := sv.spec
 	old := map[string]*container.Container{}
 	for _, c := range sv.current() {
@@ -60,11 +81,12 @@ func (sv *Supervisor) reload(req request) {
 		}
 		nc, err := sv.newContainer(next, cs)
 		if err != nil {
-			sv.log.Error().Err(err).Msg("reload failed; nothing changed")
+			sv.log.Error().Err(err).Msg("reload failed; containers unchanged")
 			sv.mu.Lock()
 			sv.reloadErr = err.Error()
 			sv.mu.Unlock()
-			reply(err)
+			sv.notify()
+			sv.finishReload()
 			return
 		}
 		final = append(final, nc)
@@ -90,7 +112,6 @@ func (sv *Supervisor) reload(req request) {
 	sv.containers = list
 	sv.mu.Unlock()
 	sv.notify()
-	reply(nil)
 
 	stopping := append(slices.Clone(replaced), removed...)
 	if len(stopping) == 0 {
@@ -110,7 +131,6 @@ func (sv *Supervisor) reload(req request) {
 	for _, c := range removed {
 		c.Shutdown(container.StopOp{Barrier: barrier, Destroy: true})
 	}
-	sv.reloading = true
 	go func() {
 		for _, c := range stopping {
 			<-c.Done()
@@ -134,9 +154,14 @@ func (sv *Supervisor) swap(list []*container.Container) {
 			go c.Run(sv.runCtx)
 		}
 	}
-	sv.reloading = false
 	sv.notify()
 	sv.log.Info().Msg("reload applied")
+	sv.finishReload()
+}
+
+// finishReload ends a reload and takes the next queued one.
+func (sv *Supervisor) finishReload() {
+	sv.reloading = false
 	if len(sv.pendingReloads) > 0 {
 		req := sv.pendingReloads[0]
 		sv.pendingReloads = sv.pendingReloads[1:]

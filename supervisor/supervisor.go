@@ -285,6 +285,9 @@ func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container) (*container
 // prepare runs the init containers strictly in order, each until it exits 0.
 func (sv *Supervisor) prepare(ctx context.Context) error {
 	s := sv.spec
+	if err := sv.prepareResources(ctx, s); err != nil {
+		return err
+	}
 	for i := range s.InitContainers {
 		ic := &s.InitContainers[i]
 		env := s.ProcessEnv(ic.Env)
@@ -471,6 +474,7 @@ func (sv *Supervisor) Status() status.Document {
 	for _, c := range sv.containers {
 		doc.Containers = append(doc.Containers, c.Status())
 	}
+	sv.resourceStatus(&doc)
 	return doc
 }
 
