@@ -436,14 +436,14 @@ func (l *loop) afterExit(e proc.Exit, ran time.Duration) {
 	}
 	l.fails = l.policy.Fails(l.fails, ran)
 	delay := l.policy.Delay(l.fails, l.rand)
-	if delay <= 0 {
-		l.startProcess()
-		return
-	}
-	at := now.Add(delay)
-	l.st.NextStartAt = status.Ptr(at)
+	// Even an immediate restart goes through the timer and the loop's select, so a
+	// command that fails to start with no delay configured cannot recurse, and
+	// commands keep being served between restarts.
 	l.setTimer(delay)
-	l.log.Info().Dur("delay", delay).Int("fails", l.fails).Msg("backoff before restart")
+	if delay > 0 {
+		l.st.NextStartAt = status.Ptr(now.Add(delay))
+		l.log.Info().Dur("delay", delay).Int("fails", l.fails).Msg("backoff before restart")
+	}
 	l.setState(status.Backoff, "")
 }
 

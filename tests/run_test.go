@@ -304,3 +304,21 @@ containers:
 		t.Errorf("/v1/ready = %v %v, want 200", r, err)
 	}
 }
+
+// A command that cannot start, with no delay at all configured, is retried through
+// the loop without crashing tend, and the instance still shuts down on request.
+func TestZeroDelayStartFailureLoop(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: missing
+    command: ./no-such-program
+    restart_policy: {min_period_ms: 0, max_jitter_ms: 0, stable_after_ms: 0}
+`, runOpts{pid1: true, args: []string{"--log-level", "warn"}})
+	tp.waitStatus(10*time.Second, "many failed starts", func(d status.Document) bool {
+		return containerStatus(d, "missing").Restarts > 1000
+	})
+	tp.signal(syscall.SIGTERM)
+	if code := tp.wait(10 * time.Second); code != 0 {
+		t.Errorf("exit code = %d, want 0", code)
+	}
+}
