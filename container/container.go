@@ -191,11 +191,10 @@ type loop struct {
 	timer  *time.Timer
 	timerC <-chan time.Time
 
-	probeCancel  context.CancelFunc
-	probeEvents  chan probes.Event
-	hasLive      bool
-	hasReady     bool
-	liveFailures int // consecutive liveness failures of this run
+	probeCancel context.CancelFunc
+	probeEvents chan probes.Event
+	hasLive     bool
+	hasReady    bool
 
 	initCancel context.CancelFunc
 	initDone   chan error
@@ -296,7 +295,6 @@ func (l *loop) startProcess() {
 	l.started = true
 	l.st.NextStartAt = nil
 	l.killReason = ""
-	l.liveFailures = 0
 	l.startedAt = now
 	argv, err := spec.Argv(l.sc.Command, l.cfg.Env)
 	var p *proc.Process
@@ -339,10 +337,10 @@ func (l *loop) startProbes() {
 	l.probeCancel = cancel
 	t := probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name}
 	if l.hasLive {
-		go probes.Start(ctx, probes.Liveness, l.sc.LivenessProbe, t, l.runID, l.probeEvents)
+		probes.Start(ctx, probes.Liveness, l.sc.LivenessProbe, t, l.runID, l.probeEvents)
 	}
 	if l.hasReady {
-		go probes.Start(ctx, probes.Readiness, l.sc.ReadinessProbe, t, l.runID, l.probeEvents)
+		probes.Start(ctx, probes.Readiness, l.sc.ReadinessProbe, t, l.runID, l.probeEvents)
 	}
 }
 
@@ -361,17 +359,15 @@ func (l *loop) onProbe(ev probes.Event) {
 	switch ev.Kind {
 	case probes.Liveness:
 		if ev.Result.OK {
-			l.liveFailures = 0
 			l.st.Alive.Set(true, "Running", "", now)
 			l.publish()
 			return
 		}
-		l.liveFailures++
 		msg := "liveness probe failed: " + ev.Result.Detail
 		l.st.Alive.Set(false, "LivenessProbeFailed", msg, now)
-		if l.liveFailures >= deref(l.sc.LivenessProbe.FailureThreshold) && l.killReason == "" {
+		if ev.Failed && l.killReason == "" {
 			l.killReason = msg
-			l.log.Warn().Str("reason", ev.Result.Detail).Int("failures", l.liveFailures).Msg("liveness probe failed, killing the process group")
+			l.log.Warn().Str("reason", ev.Result.Detail).Int("failures", ev.Failures).Msg("liveness probe failed, killing the process group")
 			_ = l.proc.SignalGroup(syscall.SIGKILL)
 		}
 		l.publish()

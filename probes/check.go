@@ -147,7 +147,8 @@ func checkExec(ctx context.Context, h spec.Exec, t Target, timeout time.Duration
 	if err != nil {
 		return fmt.Sprintf("bad command: %v", err)
 	}
-	exit := proc.Run(ctx, proc.Cmd{Argv: args, Env: t.Env, Dir: t.Dir}, timeout)
+	var output tail
+	exit := proc.Run(ctx, proc.Cmd{Argv: args, Env: t.Env, Dir: t.Dir, Stdout: &output, Stderr: &output}, timeout)
 	switch {
 	case exit.Success():
 		return ""
@@ -156,7 +157,45 @@ func checkExec(ctx context.Context, h spec.Exec, t Target, timeout time.Duration
 	case ctx.Err() != nil:
 		return "cancelled"
 	}
+	// Like kubelet, say what the command said: "exit code 1: cat: /tmp/healthy: No
+	// such file or directory" tells a user more than the code alone.
+	if line := output.lastLine(); line != "" {
+		return exit.String() + ": " + line
+	}
 	return exit.String()
+}
+
+// tail keeps the last bytes of an exec check's output, for its failure message.
+// proc.Run returns only after the output is copied, so it needs no lock.
+type tail struct {
+	buf []byte
+}
+
+const tailSize = 512
+
+func (w *tail) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= tailSize {
+		p = p[len(p)-tailSize:]
+		w.buf = w.buf[:0]
+	}
+	if over := len(w.buf) + len(p) - tailSize; over > 0 {
+		w.buf = w.buf[:copy(w.buf, w.buf[over:])]
+	}
+	w.buf = append(w.buf, p...)
+	return n, nil
+}
+
+// lastLine is the last non-blank line of the output, cut to fit a status message.
+func (w *tail) lastLine() string {
+	text := strings.TrimSpace(strings.ToValidUTF8(string(w.buf), "?"))
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = strings.TrimSpace(text[i+1:])
+	}
+	if len(text) > 200 {
+		text = strings.ToValidUTF8(text[:200], "") + "..."
+	}
+	return text
 }
 
 // address joins host (default def; an IPv6 literal may come with or without

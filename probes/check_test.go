@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -263,5 +264,53 @@ func TestTCPRefused(t *testing.T) {
 	got := Check(context.Background(), spec.Handler{TCPSocket: &spec.TCPSocket{Host: "127.0.0.1", Port: port}}, Target{}, time.Second)
 	if got.OK || got.Detail != "connection refused by 127.0.0.1:"+port {
 		t.Errorf("Check = {OK: %v, Detail: %q}, want refused", got.OK, got.Detail)
+	}
+}
+
+// Checks leave no goroutines or connections behind, whatever the answer was.
+func TestChecksLeakNothing(t *testing.T) {
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "All ok") })
+	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, strings.Repeat("x", 10000))
+	})
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ok", http.StatusFound) })
+	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	server := httptest.NewServer(mux)
+	defer server.Close()
+	defer close(release)
+	_, port := hostPort(t, server.Listener.Addr())
+	before := runtime.NumGoroutine()
+
+	for _, tc := range []struct {
+		path, expected string
+		any            bool
+	}{
+		{"/ok", "All ok", false}, {"/ok", "", false}, {"/ok", "x", true}, {"/ok", "nope", false},
+		{"/fail", "", false}, {"/redirect", "", false}, {"/hang", "", false},
+	} {
+		h := &spec.HTTPGet{Host: "127.0.0.1", Port: port, Path: tc.path, ExpectedAnswer: tc.expected, Any: tc.any}
+		for range 5 {
+			Check(context.Background(), spec.Handler{HTTPGet: h}, Target{}, 50*time.Millisecond)
+		}
+	}
+	for range 5 {
+		Check(context.Background(), spec.Handler{TCPSocket: &spec.TCPSocket{Host: "127.0.0.1", Port: port}}, Target{}, time.Second)
+	}
+
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines before the checks, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		<-time.After(10 * time.Millisecond) // polling with a deadline: goroutines announce no exit
 	}
 }

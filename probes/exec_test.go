@@ -64,6 +64,9 @@ func TestExecCheck(t *testing.T) {
 		{name: "env of the container", argv: []string{"sh", "-c", `test "$PROBE_VAR" = bar`}, ok: true},
 		{name: "dir of the container", argv: []string{"test", "-f", "marker"}, ok: true},
 		{name: "killed", argv: []string{"sh", "-c", "kill -KILL $$"}, detail: "killed by SIGKILL"},
+		{name: "output in the reason", argv: []string{"sh", "-c", "echo first; echo 'cat: /tmp/healthy: No such file or directory' >&2; exit 1"},
+			detail: "exit code 1: cat: /tmp/healthy: No such file or directory"},
+		{name: "output of a success", argv: []string{"echo", "fine"}, ok: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,4 +187,21 @@ func TestExecCancelKillsProcess(t *testing.T) {
 		t.Fatal("probe goroutine did not exit after cancel")
 	}
 	waitGone(t, pid, 5*time.Second)
+}
+
+func TestTailKeepsTheEnd(t *testing.T) {
+	var w tail
+	for i := range 1000 {
+		fmt.Fprintf(&w, "line %d\n", i)
+	}
+	if got := w.lastLine(); got != "line 999" {
+		t.Errorf("lastLine = %q, want \"line 999\"", got)
+	}
+	if len(w.buf) > tailSize {
+		t.Errorf("kept %d bytes, more than %d", len(w.buf), tailSize)
+	}
+	w.Write([]byte(strings.Repeat("x", 3*tailSize) + "\n"))
+	if got := w.lastLine(); got != strings.Repeat("x", 200)+"..." {
+		t.Errorf("lastLine of a long line = %q", got)
+	}
 }

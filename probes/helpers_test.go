@@ -4,7 +4,9 @@ import (
 	"context"
 	"net"
 	"net/http/httptest"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,3 +157,9 @@ func started(t *testing.T, kind Kind, p *spec.Probe, target Target, run uint64) 
 	})
 	return events, cancel, done
 }
+
+var names atomic.Int64
+
+// unique makes a container name no other test and no earlier -count run has used,
+// since Metrics keeps counting across them.
+func unique(prefix string) string { return prefix + "-" + strconv.FormatInt(names.Add(1), 10) }

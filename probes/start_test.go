@@ -228,12 +228,12 @@ func TestCancelStopsPromptly(t *testing.T) {
 	cases := []struct {
 		name    string
 		probe   *spec.Probe
-		reached func(t *testing.T, events <-chan Event)
+		reached func(t *testing.T, events <-chan Event, container string)
 	}{
 		{
 			name:  "in a check",
 			probe: probeSpec(spec.Handler{HTTPGet: httpGet(t, hanging, "/")}, limits{minPeriod: 10, maxPeriod: 10, backOff: 1}, 1, 1),
-			reached: func(t *testing.T, events <-chan Event) {
+			reached: func(t *testing.T, events <-chan Event, container string) {
 				select {
 				case <-entered:
 				case <-time.After(5 * time.Second):
@@ -244,17 +244,17 @@ func TestCancelStopsPromptly(t *testing.T) {
 		{
 			name:  "between checks",
 			probe: probeSpec(allOK(t, healthy), fixed(60000), 1, 1),
-			reached: func(t *testing.T, events <-chan Event) {
+			reached: func(t *testing.T, events <-chan Event, container string) {
 				nextEvent(t, events, 5*time.Second)
 			},
 		},
 		{
 			name:  "sending an event",
 			probe: probeSpec(allOK(t, unread), fixed(10), 1, 1),
-			reached: func(t *testing.T, events <-chan Event) {
+			reached: func(t *testing.T, events <-chan Event, container string) {
 				// Nobody reads: once the first result is counted, it is being sent.
 				unreadHits.wait(t, 1, 5*time.Second)
-				waitCounter(t, "cancel-sending an event", Liveness, "success", 1)
+				waitCounter(t, container, Liveness, "success", 1)
 			},
 		},
 	}
@@ -262,9 +262,9 @@ func TestCancelStopsPromptly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			events := make(chan Event)
-			container := "cancel-" + tc.name
+			container := unique("cancel-" + tc.name)
 			done := Start(ctx, Liveness, tc.probe, Target{Container: container}, 1, events)
-			tc.reached(t, events)
+			tc.reached(t, events, container)
 			cancelled := time.Now()
 			cancel()
 			select {
@@ -321,7 +321,7 @@ func TestMetrics(t *testing.T) {
 	}))
 	defer server.Close()
 	defer close(release)
-	container := `metrics-"test"`
+	container := unique(`metrics-"test"`)
 	l := fixed(5)
 	l.maxExecution = 0
 	p := probeSpec(allOK(t, server), l, 1, 1)
@@ -333,7 +333,11 @@ func TestMetrics(t *testing.T) {
 	var buf bytes.Buffer
 	Metrics.WritePrometheus(&buf)
 	text := buf.String()
-	labels := `container="metrics-\"test\"",probe="liveness"`
+	labels := `container="` + escapeLabel(container) + `",probe="liveness"`
+	// The label value is escaped for the text format.
+	if !strings.Contains(text, `{container="metrics-\"test\"-`) {
+		t.Errorf("metrics lack the escaped container label:\n%s", text)
+	}
 	for _, line := range []string{
 		`tend_probe_checks_total{` + labels + `,result="success"} 2`,
 		`tend_probe_checks_total{` + labels + `,result="failure"} 1`,

@@ -17,6 +17,8 @@ var containerStates = []string{status.Waiting, status.Initializing, status.Runni
 // serveMetrics writes /metrics in the Prometheus text format: container gauges and
 // counters computed from the status at scrape time, the probe metrics, and tend's
 // own process metrics (RSS, CPU, file descriptors).
+func init() { metrics.ExposeMetadata(true) } // "# TYPE" lines for Prometheus
+
 func (sv *Supervisor) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	doc := sv.Status()

@@ -24,10 +24,10 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// slack absorbs the lateness of an event line: a trap runs once the current `sleep
+// eventSlack absorbs the lateness of an event line: a trap runs once the current `sleep
 // 0.02` ends, and two processes are forked before `date` reads the clock (on a busy
 // machine that takes a while).
-const slack = 100 * time.Millisecond
+const eventSlack = 100 * time.Millisecond
 
 func init() {
 	// The http_get stop handler test runs this test binary as its container.
@@ -108,13 +108,13 @@ func startStop(t *testing.T, specText string) (tp *tend, expand func(string) str
 	return tp, expand
 }
 
-// event is one line of {DIR}/events.
-type event struct {
+// childEvent is one line of {DIR}/events.
+type childEvent struct {
 	name, what string
 	at         time.Time
 }
 
-type timeline []event
+type timeline []childEvent
 
 func readEvents(t *testing.T, dir string) timeline {
 	t.Helper()
@@ -128,7 +128,7 @@ func readEvents(t *testing.T, dir string) timeline {
 		if err != nil {
 			t.Fatalf("bad event line %q: %v", l, err)
 		}
-		tl = append(tl, event{f[0], f[1], time.Unix(0, ns)})
+		tl = append(tl, childEvent{f[0], f[1], time.Unix(0, ns)})
 	}
 	return tl
 }
@@ -175,9 +175,9 @@ func waitEvent(t *testing.T, tp *tend, name, what string, n int) {
 	})
 }
 
-// shutdown sends SIGTERM to tend and waits for it to exit with 0. It returns when the
+// termAndWait sends SIGTERM to tend and waits for it to exit with 0. It returns when the
 // signal was sent and when tend had exited.
-func shutdown(t *testing.T, tp *tend, timeout time.Duration) (sent, exited time.Time) {
+func termAndWait(t *testing.T, tp *tend, timeout time.Duration) (sent, exited time.Time) {
 	t.Helper()
 	sent = time.Now()
 	tp.signal(syscall.SIGTERM)
@@ -249,8 +249,8 @@ func (s loggedSteps) names() []string {
 	return names
 }
 
-// between checks that d lies in [lo, hi].
-func between(t *testing.T, what string, d, lo, hi time.Duration, tl timeline) {
+// checkSpan checks that d lies in [lo, hi].
+func checkSpan(t *testing.T, what string, d, lo, hi time.Duration, tl timeline) {
 	t.Helper()
 	if d < lo || d > hi {
 		t.Errorf("%s = %v, want between %v and %v; events:\n%s", what, d, lo, hi, tl)
@@ -273,7 +273,7 @@ containers:
       term_timeout_ms: 500
 `)
 	waitEvent(t, tp, "app", "up", 1)
-	_, exited := shutdown(t, tp, 10*time.Second)
+	_, exited := termAndWait(t, tp, 10*time.Second)
 	tl := readEvents(t, tp.dir)
 
 	tries := tl.all("app", "handler")
@@ -281,14 +281,14 @@ containers:
 		t.Fatalf("the handler ran %d times, want max_tries 3; events:\n%s", len(tries), tl)
 	}
 	for i := 1; i < len(tries); i++ {
-		between(t, fmt.Sprintf("time between tries %d and %d", i, i+1), tries[i].Sub(tries[i-1]), 300*time.Millisecond-slack, 1500*time.Millisecond, tl)
+		checkSpan(t, fmt.Sprintf("time between tries %d and %d", i, i+1), tries[i].Sub(tries[i-1]), 300*time.Millisecond-eventSlack, 1500*time.Millisecond, tl)
 	}
-	between(t, "time from the first try to the last", tries[2].Sub(tries[0]), 600*time.Millisecond-slack, 3*time.Second, tl)
+	checkSpan(t, "time from the first try to the last", tries[2].Sub(tries[0]), 600*time.Millisecond-eventSlack, 3*time.Second, tl)
 	term := tl.one(t, "app", "term")
-	between(t, "last try to SIGTERM (no wait_after_ms after a failed handler)", term.Sub(tries[2]), 0, 1500*time.Millisecond, tl)
+	checkSpan(t, "last try to SIGTERM (no wait_after_ms after a failed handler)", term.Sub(tries[2]), 0, 1500*time.Millisecond, tl)
 	steps := stepsOf(t, tp, "app")
-	between(t, "logged SIGTERM to SIGKILL (term_timeout_ms 500ms)", steps.first(t, "kill").Sub(steps.first(t, "term")), 500*time.Millisecond-2*time.Millisecond, 2*time.Second, tl)
-	between(t, "SIGTERM to the end of tend", exited.Sub(term), 0, 3*time.Second, tl)
+	checkSpan(t, "logged SIGTERM to SIGKILL (term_timeout_ms 500ms)", steps.first(t, "kill").Sub(steps.first(t, "term")), 500*time.Millisecond-2*time.Millisecond, 2*time.Second, tl)
+	checkSpan(t, "SIGTERM to the end of tend", exited.Sub(term), 0, 3*time.Second, tl)
 }
 
 // A successful exec handler runs once (max_tries is only for failures); then
@@ -316,7 +316,7 @@ containers:
 `)
 	waitEvent(t, tp, "quits", "up", 1)
 	waitEvent(t, tp, "stays", "up", 1)
-	sent, exited := shutdown(t, tp, 10*time.Second)
+	sent, exited := termAndWait(t, tp, 10*time.Second)
 	tl := readEvents(t, tp.dir)
 
 	tl.one(t, "quits", "handler")
@@ -324,11 +324,11 @@ containers:
 	if n := len(tl.all("quits", "term")); n != 0 {
 		t.Errorf("quits got SIGTERM although it exited within wait_after_ms; events:\n%s", tl)
 	}
-	between(t, "quits: exit to the end of tend (wait_after_ms ends at the exit)", exited.Sub(quit), 0, 2*time.Second, tl)
+	checkSpan(t, "quits: exit to the end of tend (wait_after_ms ends at the exit)", exited.Sub(quit), 0, 2*time.Second, tl)
 
 	handler := tl.one(t, "stays", "handler")
 	term := tl.one(t, "stays", "term")
-	between(t, "stays: handler to SIGTERM (wait_after_ms 400ms)", term.Sub(handler), 400*time.Millisecond, 2*time.Second, tl)
+	checkSpan(t, "stays: handler to SIGTERM (wait_after_ms 400ms)", term.Sub(handler), 400*time.Millisecond, 2*time.Second, tl)
 	if took := exited.Sub(sent); took > 3*time.Second {
 		t.Errorf("shutdown took %v; quits' wait_after_ms (4s) should have ended at its exit", took)
 	}
@@ -357,7 +357,7 @@ containers:
       term_timeout_ms: 5000
 `, port))
 	waitEvent(t, tp, "web", "up", 1)
-	sent, exited := shutdown(t, tp, 15*time.Second)
+	sent, exited := termAndWait(t, tp, 15*time.Second)
 	tl := readEvents(t, tp.dir)
 
 	tl.one(t, "web", "shutdown")
@@ -387,7 +387,7 @@ containers:
       term_timeout_ms: 60000
 `)
 	waitEvent(t, tp, "sig", "up", 1)
-	_, exited := shutdown(t, tp, 10*time.Second)
+	_, exited := termAndWait(t, tp, 10*time.Second)
 	tl := readEvents(t, tp.dir)
 
 	ints := tl.all("sig", "int")
@@ -395,9 +395,9 @@ containers:
 		t.Fatalf("sig got SIGINT %d times, want max_tries 3; events:\n%s", len(ints), tl)
 	}
 	for i := 1; i < len(ints); i++ {
-		between(t, fmt.Sprintf("time between SIGINTs %d and %d", i, i+1), ints[i].Sub(ints[i-1]), 200*time.Millisecond-slack, 1500*time.Millisecond, tl)
+		checkSpan(t, fmt.Sprintf("time between SIGINTs %d and %d", i, i+1), ints[i].Sub(ints[i-1]), 200*time.Millisecond-eventSlack, 1500*time.Millisecond, tl)
 	}
-	between(t, "last SIGINT to the end of tend", exited.Sub(ints[2]), 0, 3*time.Second, tl)
+	checkSpan(t, "last SIGINT to the end of tend", exited.Sub(ints[2]), 0, 3*time.Second, tl)
 	if n := len(tl.all("sig", "term")); n != 0 {
 		t.Errorf("sig got SIGTERM; a unix_signal handler replaces it; events:\n%s", tl)
 	}
@@ -413,9 +413,9 @@ containers:
 		t.Fatalf("logged stop steps %v, want 3 handler tries, a kill and no term", steps.names())
 	}
 	for i := 1; i < len(sent); i++ {
-		between(t, fmt.Sprintf("logged time between SIGINTs %d and %d", i, i+1), sent[i].Sub(sent[i-1]), 200*time.Millisecond-2*time.Millisecond, 1500*time.Millisecond, tl)
+		checkSpan(t, fmt.Sprintf("logged time between SIGINTs %d and %d", i, i+1), sent[i].Sub(sent[i-1]), 200*time.Millisecond-2*time.Millisecond, 1500*time.Millisecond, tl)
 	}
-	between(t, "logged last SIGINT to SIGKILL (one more period)", steps.first(t, "kill").Sub(sent[2]), 200*time.Millisecond-2*time.Millisecond, 1500*time.Millisecond, tl)
+	checkSpan(t, "logged last SIGINT to SIGKILL (one more period)", steps.first(t, "kill").Sub(sent[2]), 200*time.Millisecond-2*time.Millisecond, 1500*time.Millisecond, tl)
 }
 
 // The TERM barrier: a WAIT container gets SIGTERM only once every IGNORE container has
@@ -443,12 +443,12 @@ containers:
 	for _, name := range []string{"a", "b", "c", "d"} {
 		waitEvent(t, tp, name, "up", 1)
 	}
-	shutdown(t, tp, 10*time.Second)
+	termAndWait(t, tp, 10*time.Second)
 	tl := readEvents(t, tp.dir)
 
 	aEnd := tl.one(t, "a", "handler-end")
 	aTerm := tl.one(t, "a", "term")
-	between(t, "a: handler end to SIGTERM (wait_after_ms 200ms)", aTerm.Sub(aEnd), 200*time.Millisecond, 2*time.Second, tl)
+	checkSpan(t, "a: handler end to SIGTERM (wait_after_ms 200ms)", aTerm.Sub(aEnd), 200*time.Millisecond, 2*time.Second, tl)
 	if cTerm := tl.one(t, "c", "term"); !cTerm.Before(aEnd) {
 		t.Errorf("c (IGNORE, no handler) got SIGTERM after a's handler ended; want at once; events:\n%s", tl)
 	}
@@ -481,10 +481,10 @@ containers:
 `)
 	waitEvent(t, tp, "w1", "up", 1)
 	waitEvent(t, tp, "w2", "up", 1)
-	sent, _ := shutdown(t, tp, 10*time.Second)
+	sent, _ := termAndWait(t, tp, 10*time.Second)
 	tl := readEvents(t, tp.dir)
-	between(t, "w1: SIGTERM to tend until its SIGTERM", tl.one(t, "w1", "term").Sub(sent), 0, time.Second, tl)
-	between(t, "w2: SIGTERM to tend until its SIGTERM", tl.one(t, "w2", "term").Sub(sent), 0, time.Second, tl)
+	checkSpan(t, "w1: SIGTERM to tend until its SIGTERM", tl.one(t, "w1", "term").Sub(sent), 0, time.Second, tl)
+	checkSpan(t, "w2: SIGTERM to tend until its SIGTERM", tl.one(t, "w2", "term").Sub(sent), 0, time.Second, tl)
 }
 
 // A container that is not running counts as arrived at the barrier, and no stop
@@ -506,7 +506,7 @@ containers:
 	tp.waitStatus(10*time.Second, "crash in backoff", func(d status.Document) bool {
 		return containerStatus(d, "crash").State == status.Backoff
 	})
-	sent, exited := shutdown(t, tp, 10*time.Second)
+	sent, exited := termAndWait(t, tp, 10*time.Second)
 	tl := readEvents(t, tp.dir)
 	if n := len(tl.all("crash", "handler")); n != 0 {
 		t.Errorf("crash's stop handler ran %d times while it was not running, want never; events:\n%s", n, tl)
@@ -514,8 +514,8 @@ containers:
 	if n := len(tl.all("crash", "start")); n != 1 {
 		t.Errorf("crash started %d times, want once (shutdown must not restart it)", n)
 	}
-	between(t, "w: SIGTERM to tend until its SIGTERM", tl.one(t, "w", "term").Sub(sent), 0, time.Second, tl)
-	between(t, "shutdown", exited.Sub(sent), 0, 3*time.Second, tl)
+	checkSpan(t, "w: SIGTERM to tend until its SIGTERM", tl.one(t, "w", "term").Sub(sent), 0, time.Second, tl)
+	checkSpan(t, "shutdown", exited.Sub(sent), 0, 3*time.Second, tl)
 }
 
 // The destroy policy runs after the stop and its initial_delay_ms, also when the stop
@@ -553,7 +553,7 @@ containers:
 	if n := len(readEvents(t, tp.dir).all("done", "destroy")); n != 0 {
 		t.Fatalf("done was destroyed when it completed; destroy is for shutdown and removal")
 	}
-	sent, _ := shutdown(t, tp, 10*time.Second)
+	sent, _ := termAndWait(t, tp, 10*time.Second)
 	tl := readEvents(t, tp.dir)
 
 	tl.one(t, "stubborn", "handler")
@@ -562,18 +562,18 @@ containers:
 	if len(destroys) != 3 {
 		t.Fatalf("stubborn's destroy ran %d times, want max_tries 3; events:\n%s", len(destroys), tl)
 	}
-	between(t, "stubborn: SIGTERM to the first destroy (term_timeout_ms 200ms, SIGKILL, initial_delay_ms 300ms)",
-		destroys[0].Sub(term), 500*time.Millisecond-slack, 3*time.Second, tl)
+	checkSpan(t, "stubborn: SIGTERM to the first destroy (term_timeout_ms 200ms, SIGKILL, initial_delay_ms 300ms)",
+		destroys[0].Sub(term), 500*time.Millisecond-eventSlack, 3*time.Second, tl)
 	steps := stepsOf(t, tp, "stubborn")
-	between(t, "stubborn: logged SIGKILL to the first destroy (initial_delay_ms 300ms)", destroys[0].Sub(steps.first(t, "kill")), 300*time.Millisecond-2*time.Millisecond, 3*time.Second, tl)
+	checkSpan(t, "stubborn: logged SIGKILL to the first destroy (initial_delay_ms 300ms)", destroys[0].Sub(steps.first(t, "kill")), 300*time.Millisecond-2*time.Millisecond, 3*time.Second, tl)
 	for i := 1; i < len(destroys); i++ {
-		between(t, fmt.Sprintf("time between destroy tries %d and %d", i, i+1), destroys[i].Sub(destroys[i-1]), 150*time.Millisecond-slack, 1500*time.Millisecond, tl)
+		checkSpan(t, fmt.Sprintf("time between destroy tries %d and %d", i, i+1), destroys[i].Sub(destroys[i-1]), 150*time.Millisecond-eventSlack, 1500*time.Millisecond, tl)
 	}
 
 	if n := len(tl.all("done", "handler")); n != 0 {
 		t.Errorf("done's stop handler ran although it was not running; events:\n%s", tl)
 	}
-	between(t, "done: SIGTERM to tend until its destroy (initial_delay_ms 100ms)", tl.one(t, "done", "destroy").Sub(sent), 100*time.Millisecond, 3*time.Second, tl)
+	checkSpan(t, "done: SIGTERM to tend until its destroy (initial_delay_ms 100ms)", tl.one(t, "done", "destroy").Sub(sent), 100*time.Millisecond, 3*time.Second, tl)
 }
 
 // A second SIGTERM during a long stop handler cancels every wait (the handler, the
@@ -713,7 +713,7 @@ containers:
 			}
 		}
 	}
-	shutdown(t, tp, 10*time.Second)
+	termAndWait(t, tp, 10*time.Second)
 	tl := readEvents(t, tp.dir)
 	for _, name := range []string{"app", "quitter", "late"} {
 		if n := len(tl.all(name, "start")); n != 1 {
@@ -739,7 +739,7 @@ containers:
 `)
 	waitEvent(t, tp, "one", "up", 1)
 	waitEvent(t, tp, "two", "up", 1)
-	sent, exited := shutdown(t, tp, 10*time.Second)
+	sent, exited := termAndWait(t, tp, 10*time.Second)
 	tl := readEvents(t, tp.dir)
 	firstEnd := tl.one(t, "one", "handler-end")
 	if e := tl.one(t, "two", "handler-end"); e.Before(firstEnd) {

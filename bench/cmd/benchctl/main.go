@@ -783,15 +783,20 @@ func cmdSummarize(args []string) error {
 	for _, r := range rows {
 		tk := r.scenario + "|" + r.metric + "|tend"
 		tendV := median(vals[tk])
+		hasData := false
+		for _, s := range cols {
+			hasData = hasData || len(vals[r.scenario+"|"+r.metric+"|"+s]) > 0
+		}
+		if !hasData {
+			continue
+		}
 		b.WriteString("| " + r.title + " | " + r.unit + " |")
-		any := false
 		for _, s := range cols {
 			v := vals[r.scenario+"|"+r.metric+"|"+s]
 			if len(v) == 0 {
 				b.WriteString(" – |")
 				continue
 			}
-			any = true
 			m := median(v) * r.scale
 			cell := fmt.Sprintf(r.format, m)
 			if s != "tend" && s != "direct" && !math.IsNaN(tendV) && tendV > 0 && r.metric != "probes_per_s" && r.metric != "replaced" {
@@ -802,7 +807,6 @@ func cmdSummarize(args []string) error {
 			}
 			b.WriteString(" " + cell + " |")
 		}
-		_ = any
 		verdict := ""
 		switch {
 		case r.metric == "cpu_us_per_probe":

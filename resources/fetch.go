@@ -1,0 +1,317 @@
+package resources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// copyBuffer is the size of the buffer a download streams through: large enough
+// that a loopback or LAN download is not bound by system calls, small enough to
+// keep tend's memory flat.
+const copyBuffer = 256 << 10
+
+// Source is what to fetch: URLs tried in order, and the checksum the bytes must have.
+type Source struct {
+	Name     string // the resource's name, for messages
+	URLs     []string
+	Checksum Checksum
+}
+
+// fetchable returns the URLs tend can fetch (http, https, file) and the ones it
+// skips (rbtorrent:, sbr:; validation rejected anything else).
+func fetchable(urls []string) (fetch, skip []string) {
+	for _, u := range urls {
+		scheme, _, _ := strings.Cut(u, ":")
+		switch strings.ToLower(scheme) {
+		case "http", "https", "file":
+			fetch = append(fetch, u)
+		default:
+			skip = append(skip, u)
+		}
+	}
+	return fetch, skip
+}
+
+// Progress is how far the current download of a resource is; status reads it while
+// the download writes it.
+type Progress struct {
+	done  atomic.Int64
+	total atomic.Int64 // -1 while unknown
+}
+
+// Bytes returns the bytes received and the expected total (nil when unknown).
+func (p *Progress) Bytes() (int64, *int64) {
+	done, total := p.done.Load(), p.total.Load()
+	if total < 0 {
+		return done, nil
+	}
+	return done, &total
+}
+
+func (p *Progress) reset(total int64) {
+	p.done.Store(0)
+	p.total.Store(total)
+}
+
+// fetcher downloads sources into temporary files and verifies them on the way.
+type fetcher struct {
+	opts   Options
+	client *http.Client
+}
+
+func newFetcher(opts Options) *fetcher {
+	dialer := &net.Dialer{Timeout: opts.ConnectTimeout, KeepAlive: 30 * time.Second}
+	return &fetcher{opts: opts, client: &http.Client{Transport: &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dialer.DialContext,
+		TLSHandshakeTimeout: opts.ConnectTimeout,
+		// The checksum is of the bytes the server holds: never ask for a transfer
+		// encoding that Go would undo on the way.
+		DisableCompression: true,
+		ForceAttemptHTTP2:  true,
+		MaxIdleConns:       4,
+		IdleConnTimeout:    30 * time.Second,
+	}}}
+}
+
+// fetch tries every URL of src in order, and repeats the round with the jittered
+// backoff of opts.Retry until one attempt gives a file with the right checksum, ctx
+// ends, or rounds rounds failed (0: no limit). failed is called after every failed
+// round with its error. It returns the path of a verified, fsynced temporary file in
+// dir named after prefix; the caller renames or removes it.
+func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *Progress, rounds int, failed func(error)) (string, error) {
+	urls, skipped := fetchable(src.URLs)
+	if len(skipped) > 0 {
+		f.opts.Log.Info().Str("resource", src.Name).Strs("urls", skipped).Msg("skipping URLs tend cannot fetch (rbtorrent:, sbr:)")
+	}
+	if len(urls) == 0 {
+		return "", errors.New("no http, https or file URL")
+	}
+	for round := 1; ; round++ {
+		path, err := f.round(ctx, src, urls, dir, prefix, p)
+		if err == nil {
+			return path, nil
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
+		}
+		failed(err)
+		if rounds > 0 && round >= rounds {
+			return "", err
+		}
+		delay := f.opts.Retry.Delay(round, rand.Float64)
+		f.opts.Log.Warn().Str("resource", src.Name).Err(err).Dur("retry_in", delay).Msg("fetching resource failed")
+		if !sleepCtx(ctx, delay) {
+			return "", fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
+		}
+	}
+}
+
+// round tries each URL once, in order.
+func (f *fetcher) round(ctx context.Context, src Source, urls []string, dir, prefix string, p *Progress) (string, error) {
+	var errs []string
+	for _, u := range urls {
+		path, err := f.attempt(ctx, src, u, dir, prefix, p)
+		if err == nil {
+			return path, nil
+		}
+		if ctx.Err() != nil {
+			return "", err
+		}
+		f.opts.Log.Debug().Str("resource", src.Name).Str("url", u).Err(err).Msg("download attempt failed")
+		if len(urls) == 1 {
+			return "", err
+		}
+		errs = append(errs, u+": "+err.Error())
+	}
+	return "", errors.New(strings.Join(errs, "; "))
+}
+
+// attempt downloads one URL into a new temporary file, hashing on the way, and
+// returns its path once the checksum matched and the data is on disk.
+func (f *fetcher) attempt(ctx context.Context, src Source, rawURL, dir, prefix string, p *Progress) (path string, err error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var body io.Reader
+	total := int64(-1)
+	var stalled atomic.Bool
+	var idle *time.Timer
+	switch strings.ToLower(u.Scheme) {
+	case "file":
+		file, err := os.Open(u.Path)
+		if err != nil {
+			return "", err
+		}
+		defer file.Close()
+		fi, err := file.Stat()
+		if err != nil {
+			return "", err
+		}
+		if !fi.Mode().IsRegular() {
+			return "", fmt.Errorf("%s is not a regular file", u.Path)
+		}
+		body, total = file, fi.Size()
+	default:
+		// One timer covers the wait for the answer and every gap in the body: a
+		// server that stops sending fails the attempt instead of hanging it.
+		idle = time.AfterFunc(f.opts.IdleTimeout, func() { stalled.Store(true); cancel() })
+		defer idle.Stop()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("User-Agent", "tend")
+		resp, err := f.client.Do(req)
+		if err != nil {
+			return "", httpError(err, &stalled, f.opts.IdleTimeout)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("HTTP %s", resp.Status)
+		}
+		body, total = &idleReader{r: resp.Body, idle: idle, timeout: f.opts.IdleTimeout}, resp.ContentLength
+	}
+
+	tmp, err := os.CreateTemp(dir, prefix)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	p.reset(total)
+	h := src.Checksum.newHash()
+	w := &progressWriter{f: tmp, p: p, log: f, name: src.Name, start: time.Now()}
+	var dst io.Writer = w
+	if h != nil {
+		dst = io.MultiWriter(w, h)
+	}
+	n, err := io.CopyBuffer(dst, body, make([]byte, copyBuffer))
+	switch {
+	case err != nil && stalled.Load():
+		return "", fmt.Errorf("stalled: no data for %s after %d bytes", f.opts.IdleTimeout, n)
+	case errors.Is(err, io.ErrUnexpectedEOF) && total >= 0:
+		return "", fmt.Errorf("connection closed after %d of %d bytes", n, total)
+	case err != nil:
+		return "", httpError(err, &stalled, f.opts.IdleTimeout)
+	case total >= 0 && n != total:
+		return "", fmt.Errorf("short body: %d of %d bytes", n, total)
+	}
+	if err := src.Checksum.check(h); err != nil {
+		return "", err
+	}
+	if err := tmp.Sync(); err != nil {
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	w.finished(n)
+	return tmp.Name(), nil
+}
+
+// httpError says why a request failed without Go's URL noise.
+func httpError(err error, stalled *atomic.Bool, idle time.Duration) error {
+	if stalled.Load() {
+		return fmt.Errorf("stalled: no answer for %s", idle)
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return errors.New("connection refused")
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return urlErr.Err
+	}
+	return err
+}
+
+// idleReader pushes the stall timer back on every read that brought data.
+type idleReader struct {
+	r       io.Reader
+	idle    *time.Timer
+	timeout time.Duration
+}
+
+func (r *idleReader) Read(b []byte) (int, error) {
+	n, err := r.r.Read(b)
+	if n > 0 {
+		r.idle.Reset(r.timeout)
+	}
+	return n, err
+}
+
+// progressWriter writes to the file, counts bytes for status and logs percent and
+// rate at most every ProgressEvery once a download has taken ProgressAfter.
+type progressWriter struct {
+	f       *os.File
+	p       *Progress
+	log     *fetcher
+	name    string
+	start   time.Time
+	lastLog time.Time
+}
+
+func (w *progressWriter) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	done := w.p.done.Add(int64(n))
+	now := time.Now()
+	opts := w.log.opts
+	if now.Sub(w.start) >= opts.ProgressAfter && now.Sub(w.lastLog) >= opts.ProgressEvery {
+		w.lastLog = now
+		ev := opts.Log.Info().Str("resource", w.name).Int64("bytes_done", done).Str("rate", rate(done, now.Sub(w.start)))
+		if total := w.p.total.Load(); total > 0 {
+			ev = ev.Int64("bytes_total", total).Str("percent", fmt.Sprintf("%.1f%%", 100*float64(done)/float64(total)))
+		}
+		ev.Msg("downloading")
+	}
+	return n, err
+}
+
+// finished logs the end of a download that took long enough to have logged progress.
+func (w *progressWriter) finished(n int64) {
+	took := time.Since(w.start)
+	if took >= w.log.opts.ProgressAfter {
+		w.log.opts.Log.Info().Str("resource", w.name).Int64("bytes", n).Dur("took", took).Str("rate", rate(n, took)).Msg("downloaded")
+	}
+}
+
+// rate formats bytes per second in MiB/s.
+func rate(n int64, d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f MiB/s", float64(n)/d.Seconds()/(1<<20))
+}
+
+// sleepCtx waits d unless ctx ends first; it reports whether the whole d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
