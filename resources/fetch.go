@@ -89,8 +89,9 @@ func newFetcher(opts Options) *fetcher {
 // backoff of opts.Retry until one attempt gives a file with the right checksum, ctx
 // ends, or rounds rounds failed (0: no limit). failed is called after every failed
 // round with its error. It returns the path of a verified, fsynced temporary file in
-// dir named after prefix; the caller renames or removes it.
-func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *Progress, rounds int, failed func(error)) (string, error) {
+// dir named after prefix, or what finish (when not nil) made of it: a failure of
+// finish fails the attempt like a bad download. The caller renames or removes it.
+func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *Progress, rounds int, finish func(string) (string, error), failed func(error)) (string, error) {
 	urls, skipped := fetchable(src.URLs)
 	if len(skipped) > 0 {
 		f.opts.Log.Info().Str("resource", src.Name).Strs("urls", skipped).Msg("skipping URLs tend cannot fetch (rbtorrent:, sbr:)")
@@ -99,7 +100,7 @@ func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *
 		return "", errors.New("no http, https or file URL")
 	}
 	for round := 1; ; round++ {
-		path, err := f.round(ctx, src, urls, dir, prefix, p)
+		path, err := f.round(ctx, src, urls, dir, prefix, p, finish)
 		if err == nil {
 			return path, nil
 		}
@@ -119,10 +120,13 @@ func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *
 }
 
 // round tries each URL once, in order.
-func (f *fetcher) round(ctx context.Context, src Source, urls []string, dir, prefix string, p *Progress) (string, error) {
+func (f *fetcher) round(ctx context.Context, src Source, urls []string, dir, prefix string, p *Progress, finish func(string) (string, error)) (string, error) {
 	var errs []string
 	for _, u := range urls {
 		path, err := f.attempt(ctx, src, u, dir, prefix, p)
+		if err == nil && finish != nil {
+			path, err = finish(path)
+		}
 		if err == nil {
 			return path, nil
 		}

@@ -72,6 +72,7 @@ type Supervisor struct {
 	inits      []status.InitContainer
 	containers []*container.Container
 	reloadErr  string
+	res        *resourceState // nil until preparing starts; see resources.go
 }
 
 // New returns a supervisor for s.

@@ -105,7 +105,8 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 		cmd = exec.Command(tendBin, args...)
 	}
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), o.env...)
+	// The race runtime sleeps a second at exit by default; tests wait for exits.
+	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), o.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	tp := &tend{t: t, dir: dir, sock: sock, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = tp.stdout, tp.stderr

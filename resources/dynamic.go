@@ -1,0 +1,334 @@
+package resources
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
+)
+
+// stateFile is the name of a dynamic resource's state in its storage_dir.
+const stateFile = ".tend-state.json"
+
+// dynState is what survives a restart of tend: the active and previous versions
+// and every kept one with what it was fetched from.
+type dynState struct {
+	Active   *version `json:"active"`
+	Previous *version `json:"previous,omitempty"`
+	Kept     []kept   `json:"kept"`
+	Seq      int64    `json:"seq"` // last Used value handed out
+}
+
+// version is a revision as it is active: the spec's revision and the entry of
+// storage_dir that holds it (another revision's, when a kept version was reused).
+type version struct {
+	Revision int64  `json:"revision"`
+	Path     string `json:"path"`
+}
+
+// kept is one version in storage_dir.
+type kept struct {
+	Path     string   `json:"path"`
+	Revision int64    `json:"revision"` // the revision it was fetched for
+	URLs     []string `json:"urls"`
+	Checksum string   `json:"checksum"`
+	Extract  bool     `json:"extract"`
+	Tree     string   `json:"tree,omitempty"`
+	Used     int64    `json:"used"` // when it was last made active, for eviction
+}
+
+// dynamic is one dynamic resource.
+type dynamic struct {
+	storage  string // absolute storage_dir
+	dest     string // absolute destination
+	progress Progress
+
+	// Owned by the goroutine preparing or reloading (they never overlap).
+	st  dynState
+	sum Checksum
+
+	mu     sync.Mutex // guards the fields below, read by status
+	spec   spec.DynamicResource
+	state  string
+	reason string
+	active int64
+}
+
+func newDynamic(s *spec.Spec, d spec.DynamicResource) (*dynamic, error) {
+	sum, err := ParseChecksum(d.Checksum)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic resource %q: %w", d.Name, err)
+	}
+	r := &dynamic{spec: d, sum: sum, storage: s.WorkDir(d.StorageDir), dest: s.WorkDir(d.Destination), state: StateFetching, active: -1}
+	r.progress.reset(-1)
+	return r, nil
+}
+
+func (r *dynamic) name() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.spec.Name
+}
+
+func (r *dynamic) set(state, reason string) {
+	r.mu.Lock()
+	r.state, r.reason = state, reason
+	if r.st.Active != nil {
+		r.active = r.st.Active.Revision
+	}
+	r.mu.Unlock()
+}
+
+func (r *dynamic) status() status.DynamicResource {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return status.DynamicResource{Name: r.spec.Name, Revision: r.spec.Revision, State: r.state, ActiveRevision: r.active, Reason: r.reason}
+}
+
+func (r *dynamic) failing() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == StateReady || r.reason == "" {
+		return ""
+	}
+	return r.spec.Name + ": " + r.reason
+}
+
+// sameVersion reports whether b asks for the version a has: a change of revision,
+// urls, checksum or extract is a new version.
+func sameVersion(a, b spec.DynamicResource) bool {
+	return a.Revision == b.Revision && slices.Equal(a.URLs, b.URLs) && a.Checksum == b.Checksum && a.Extract == b.Extract
+}
+
+// open makes storage_dir (one level: its parent must exist), loads the state and
+// checks the destination.
+func (r *dynamic) open() error {
+	if err := os.Mkdir(r.storage, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("storage_dir: %w", err)
+	}
+	if fi, err := os.Stat(r.storage); err != nil || !fi.IsDir() {
+		return fmt.Errorf("storage_dir %s is not a directory", r.storage)
+	}
+	if err := checkDestination(r.dest); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(r.storage, stateFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		r.st = dynState{}
+	case err != nil:
+		return fmt.Errorf("read state: %w", err)
+	default:
+		var st dynState
+		if err := json.Unmarshal(b, &st); err != nil {
+			return fmt.Errorf("state file %s: %w", filepath.Join(r.storage, stateFile), err)
+		}
+		r.st = st
+	}
+	r.set(r.state, r.reason)
+	return nil
+}
+
+// checkDestination refuses a destination that exists and is not a symlink: it is
+// never overwritten.
+func checkDestination(dest string) error {
+	fi, err := os.Lstat(dest)
+	if err == nil && fi.Mode()&fs.ModeSymlink == 0 {
+		return fmt.Errorf("destination %s exists and is not a symlink; not overwriting it", dest)
+	}
+	return nil
+}
+
+func (r *dynamic) save() error {
+	if err := writeJSONAtomic(filepath.Join(r.storage, stateFile), r.st); err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	return nil
+}
+
+// sameURLSet compares url lists as sets.
+func sameURLSet(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+// reusable finds a kept version with the same url set, checksum and extract whose
+// data is still intact (seed 003).
+func (r *dynamic) reusable(d spec.DynamicResource) *kept {
+	order := make([]int, 0, len(r.st.Kept))
+	for i, k := range r.st.Kept { // the active version first: no switch when it fits
+		if r.st.Active != nil && k.Path == r.st.Active.Path {
+			order = append([]int{i}, order...)
+		} else {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		k := &r.st.Kept[i]
+		if !sameURLSet(k.URLs, d.URLs) || k.Checksum != d.Checksum || k.Extract != d.Extract {
+			continue
+		}
+		path := filepath.Join(r.storage, k.Path)
+		var err error
+		if k.Extract {
+			var tree string
+			if tree, err = treeDigest(path); err == nil && tree != k.Tree {
+				err = errors.New("contents changed on disk")
+			}
+		} else {
+			err = VerifyFile(path, r.sum)
+		}
+		if err == nil {
+			return k
+		}
+	}
+	return nil
+}
+
+// freePath is the entry of storage_dir for a new download of revision: its number,
+// or number-N when a kept version already uses that name.
+func (r *dynamic) freePath(revision int64) string {
+	used := func(p string) bool {
+		return slices.ContainsFunc(r.st.Kept, func(k kept) bool { return k.Path == p })
+	}
+	p := strconv.FormatInt(revision, 10)
+	for n := 2; used(p); n++ {
+		p = fmt.Sprintf("%d-%d", revision, n)
+	}
+	return p
+}
+
+// stage makes the version d asks for present in storage_dir: a kept version with
+// the same url set, or a new download into storage_dir/<revision>. It does not
+// touch the destination.
+func (m *Manager) stageDynamic(ctx context.Context, r *dynamic, d spec.DynamicResource, rounds int) (version, error) {
+	if err := checkDestination(r.dest); err != nil {
+		return version{}, err
+	}
+	if k := r.reusable(d); k != nil {
+		m.opts.Log.Info().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Str("path", k.Path).Msg("reusing a kept version with the same urls")
+		return version{Revision: d.Revision, Path: k.Path}, nil
+	}
+	path := r.freePath(d.Revision)
+	removeStale(r.storage, path)
+	r.set(StateFetching, r.reason)
+	m.opts.Changed()
+	m.opts.Log.Info().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Strs("urls", d.URLs).Msg("fetching dynamic resource")
+	var tree string
+	var finish func(string) (string, error)
+	if d.Extract {
+		finish = func(archive string) (string, error) {
+			t, dir, err := m.unpack(d.Name, archive, r.storage, "."+path+".tend-stage-*")
+			tree = t
+			return dir, err
+		}
+	}
+	src := Source{Name: d.Name, URLs: d.URLs, Checksum: r.sum}
+	staged, err := m.fetch.fetch(ctx, src, r.storage, "."+path+".tend-part-*", &r.progress, rounds, finish, func(err error) {
+		r.set(StateFailed, err.Error())
+		m.opts.Changed()
+	})
+	if err != nil {
+		return version{}, err
+	}
+	if err := replace(staged, filepath.Join(r.storage, path)); err != nil {
+		os.RemoveAll(staged)
+		return version{}, err
+	}
+	r.st.Kept = append(r.st.Kept, kept{Path: path, Revision: d.Revision, URLs: d.URLs, Checksum: d.Checksum, Extract: d.Extract, Tree: tree})
+	if err := r.save(); err != nil {
+		return version{}, err
+	}
+	return version{Revision: d.Revision, Path: path}, nil
+}
+
+// switchLink points the destination at target atomically: a new symlink beside it
+// renamed over the old one, so there is never a moment without it.
+func switchLink(dest, target string) error {
+	if err := checkDestination(dest); err != nil {
+		return err
+	}
+	if cur, err := os.Readlink(dest); err == nil && cur == target {
+		return nil
+	}
+	tmp := filepath.Join(filepath.Dir(dest), "."+filepath.Base(dest)+".tend-link-"+randomSuffix())
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dest); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(dest))
+}
+
+// activate switches the destination to v and records it; the version active before
+// becomes the previous one (the rollback target).
+func (r *dynamic) activate(v version) error {
+	if err := switchLink(r.dest, filepath.Join(r.storage, v.Path)); err != nil {
+		return err
+	}
+	if a := r.st.Active; a == nil || *a != v {
+		r.st.Previous = r.st.Active
+	}
+	r.st.Active = &v
+	r.st.Seq++
+	for i := range r.st.Kept {
+		if r.st.Kept[i].Path == v.Path {
+			r.st.Kept[i].Used = r.st.Seq
+		}
+	}
+	return r.save()
+}
+
+// rollback switches back to the version active before the last activate.
+func (r *dynamic) rollback(prev, prevPrev *version) error {
+	if prev == nil {
+		return errors.New("no previous version to roll back to")
+	}
+	if err := switchLink(r.dest, filepath.Join(r.storage, prev.Path)); err != nil {
+		return err
+	}
+	r.st.Active, r.st.Previous = prev, prevPrev
+	return r.save()
+}
+
+// evict removes the least recently active versions beyond cached_revisions_count,
+// never the active or the previous one.
+func (m *Manager) evict(r *dynamic, count int) {
+	for len(r.st.Kept) > count {
+		victim := -1
+		for i, k := range r.st.Kept {
+			if (r.st.Active != nil && k.Path == r.st.Active.Path) || (r.st.Previous != nil && k.Path == r.st.Previous.Path) {
+				continue
+			}
+			if victim < 0 || k.Used < r.st.Kept[victim].Used {
+				victim = i
+			}
+		}
+		if victim < 0 {
+			return
+		}
+		k := r.st.Kept[victim]
+		if err := os.RemoveAll(filepath.Join(r.storage, k.Path)); err != nil {
+			m.opts.Log.Warn().Str("dynamic_resource", r.name()).Str("path", k.Path).Err(err).Msg("cannot remove an old version")
+			return
+		}
+		m.opts.Log.Info().Str("dynamic_resource", r.name()).Int64("revision", k.Revision).Str("path", k.Path).Msg("removed an old version")
+		r.st.Kept = slices.Delete(r.st.Kept, victim, victim+1)
+	}
+	if err := r.save(); err != nil {
+		m.opts.Log.Warn().Str("dynamic_resource", r.name()).Err(err).Msg("cannot save state")
+	}
+}

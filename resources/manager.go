@@ -1,0 +1,419 @@
+package resources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tend-sh/tend/probes"
+	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
+)
+
+// Manager keeps the resources of one instance in place: it prepares them, applies
+// reloads, re-verifies static resources in the background and reports status.
+// Prepare and Reload must not run concurrently (the supervisor serialises them);
+// Status and Failing may be called at any time.
+type Manager struct {
+	opts  Options
+	fetch *fetcher
+	bg    context.Context // lifetime of background re-verification
+
+	mu      sync.Mutex // guards the lists; every entry guards its own status
+	static  []*static
+	dynamic []*dynamic
+}
+
+// New returns a manager whose background work lives until bg ends.
+func New(bg context.Context, opts Options) *Manager {
+	if opts.Changed == nil {
+		opts.Changed = func() {}
+	}
+	return &Manager{opts: opts, fetch: newFetcher(opts), bg: bg}
+}
+
+// Prepare fetches and verifies every static resource and the start-up revision of
+// every dynamic resource (no notify, no verify: nothing runs yet), retrying failed
+// attempts with backoff until they succeed or ctx ends, then starts re-verification.
+func (m *Manager) Prepare(ctx context.Context, s *spec.Spec) error {
+	var statics []*static
+	for _, r := range s.Resources {
+		st, err := newStatic(s, r)
+		if err != nil {
+			return err
+		}
+		statics = append(statics, st)
+	}
+	var dynamics []*dynamic
+	for _, d := range s.DynamicResources {
+		dr, err := newDynamic(s, d)
+		if err != nil {
+			return err
+		}
+		dynamics = append(dynamics, dr)
+	}
+	m.mu.Lock()
+	m.static, m.dynamic = statics, dynamics
+	m.mu.Unlock()
+	m.opts.Changed()
+
+	err := parallel(len(statics), func(i int) error {
+		r := statics[i]
+		staged, err := m.stageStatic(ctx, r, 0, true)
+		if err != nil {
+			return fmt.Errorf("resource %q: %w", r.spec.Name, err)
+		}
+		return m.commitStatic(r, staged)
+	})
+	if err != nil {
+		return err
+	}
+	err = parallel(len(dynamics), func(i int) error { return m.prepareDynamic(ctx, dynamics[i]) })
+	if err != nil {
+		return err
+	}
+	for _, r := range statics {
+		m.startRecheck(r)
+	}
+	return nil
+}
+
+// prepareDynamic puts the start-up revision in place, retrying until ctx ends.
+func (m *Manager) prepareDynamic(ctx context.Context, r *dynamic) error {
+	d := r.spec
+	for attempt := 1; ; attempt++ {
+		err := r.open()
+		if err == nil {
+			var v version
+			if v, err = m.stageDynamic(ctx, r, d, 0); err == nil {
+				err = r.activate(v)
+			}
+		}
+		if err == nil {
+			m.evict(r, *d.CachedRevisionsCount)
+			r.set(StateReady, "")
+			m.opts.Changed()
+			m.opts.Log.Info().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Str("destination", r.dest).Msg("dynamic resource in place")
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("dynamic resource %q: %w", d.Name, err)
+		}
+		r.set(StateFailed, err.Error())
+		m.opts.Changed()
+		delay := m.opts.Retry.Delay(attempt, rand.Float64)
+		m.opts.Log.Warn().Str("dynamic_resource", d.Name).Err(err).Dur("retry_in", delay).Msg("preparing dynamic resource failed")
+		if !sleepCtx(ctx, delay) {
+			return fmt.Errorf("dynamic resource %q: %w (last attempt: %v)", d.Name, ctx.Err(), err)
+		}
+	}
+}
+
+// Reload applies next (SPEC.md §3.6, §6). Static resources whose name, urls,
+// checksum and extract did not change are not touched; changed and new ones are
+// fetched (up to ReloadRounds rounds) and put in place only when all of them
+// succeeded, else nothing changes and the error is returned. Then each dynamic
+// resource whose version changed is fetched or taken from the kept versions, its
+// destination switched, the notify_actions of the running containers named in
+// running are run with the changed names as arguments, and verify runs; a failed
+// verify switches back and notifies again. Dynamic failures are shown in status and
+// do not fail the reload.
+func (m *Manager) Reload(ctx context.Context, next *spec.Spec, running []string) error {
+	if err := m.reloadStatic(ctx, next); err != nil {
+		return err
+	}
+	m.reloadDynamic(ctx, next, running)
+	return nil
+}
+
+func (m *Manager) reloadStatic(ctx context.Context, next *spec.Spec) error {
+	m.mu.Lock()
+	old := m.static
+	m.mu.Unlock()
+	byName := map[string]*static{}
+	for _, r := range old {
+		byName[r.spec.Name] = r
+	}
+	type periodChange struct {
+		r    *static
+		spec spec.Resource
+	}
+	var list, fetch []*static
+	var periods []periodChange
+	for _, rs := range next.Resources {
+		if o := byName[rs.Name]; o != nil && sameStatic(o.spec, rs) && o.path == next.WorkDir(rs.Name) {
+			list = append(list, o)
+			if o.spec.CheckPeriod != rs.CheckPeriod {
+				periods = append(periods, periodChange{o, rs})
+			}
+			continue
+		}
+		n, err := newStatic(next, rs)
+		if err != nil {
+			return err
+		}
+		list = append(list, n)
+		fetch = append(fetch, n)
+	}
+	if len(fetch) > 0 {
+		m.setStatic(list)
+	}
+	staged := make([]string, len(fetch))
+	err := parallel(len(fetch), func(i int) error {
+		var err error
+		staged[i], err = m.stageStatic(ctx, fetch[i], m.opts.ReloadRounds, true)
+		if err != nil {
+			return fmt.Errorf("resource %q: %w", fetch[i].spec.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		for _, p := range staged {
+			if p != "" {
+				os.RemoveAll(p)
+			}
+		}
+		m.setStatic(old)
+		return err
+	}
+	// Commit: the old versions' re-verification must not fetch them back.
+	for _, o := range old {
+		if !slices.Contains(list, o) {
+			o.stopRecheck()
+		}
+	}
+	var errs []error
+	for i, r := range fetch {
+		if err := m.commitStatic(r, staged[i]); err != nil {
+			errs = append(errs, err)
+		}
+		m.startRecheck(r)
+	}
+	for _, pc := range periods {
+		pc.r.stopRecheck()
+		period, _ := ParseCheckPeriod(pc.spec.CheckPeriod)
+		pc.r.mu.Lock()
+		pc.r.spec, pc.r.period = pc.spec, period
+		pc.r.mu.Unlock()
+		m.startRecheck(pc.r)
+	}
+	m.setStatic(list)
+	return errors.Join(errs...)
+}
+
+func (m *Manager) setStatic(list []*static) {
+	m.mu.Lock()
+	m.static = list
+	m.mu.Unlock()
+	m.opts.Changed()
+}
+
+// switched is a dynamic resource whose destination a reload switched.
+type switched struct {
+	r              *dynamic
+	prev, prevPrev *version
+}
+
+func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []string) {
+	m.mu.Lock()
+	old := m.dynamic
+	m.mu.Unlock()
+	byName := map[string]*dynamic{}
+	for _, r := range old {
+		byName[r.name()] = r
+	}
+	var list, work []*dynamic
+	opened := map[*dynamic]bool{}
+	for _, d := range next.DynamicResources {
+		o := byName[d.Name]
+		if o != nil && o.storage == next.WorkDir(d.StorageDir) && o.dest == next.WorkDir(d.Destination) {
+			o.mu.Lock()
+			prev, failed := o.spec, o.state == StateFailed
+			o.spec = d
+			o.mu.Unlock()
+			list = append(list, o)
+			if !sameVersion(prev, d) || failed {
+				o.sum, _ = ParseChecksum(d.Checksum)
+				work = append(work, o)
+				opened[o] = true
+			}
+			continue
+		}
+		n, err := newDynamic(next, d)
+		if err != nil {
+			m.opts.Log.Error().Err(err).Msg("reload")
+			continue
+		}
+		list = append(list, n)
+		work = append(work, n)
+	}
+	m.mu.Lock()
+	m.dynamic = list
+	m.mu.Unlock()
+	m.opts.Changed()
+	if len(work) == 0 {
+		return
+	}
+
+	versions := make([]*version, len(work))
+	_ = parallel(len(work), func(i int) error {
+		r := work[i]
+		d := r.spec // only this goroutine writes it now
+		err := error(nil)
+		if !opened[r] {
+			err = r.open()
+		}
+		var v version
+		if err == nil {
+			v, err = m.stageDynamic(ctx, r, d, m.opts.ReloadRounds)
+		}
+		if err != nil {
+			r.set(StateFailed, err.Error())
+			m.opts.Changed()
+			m.opts.Log.Error().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Err(err).Msg("fetching the new version failed; the active one stays")
+			return nil
+		}
+		versions[i] = &v
+		return nil
+	})
+
+	var done []switched
+	for i, r := range work {
+		if versions[i] == nil {
+			continue
+		}
+		sw := switched{r: r, prev: r.st.Active, prevPrev: r.st.Previous}
+		if err := r.activate(*versions[i]); err != nil {
+			r.set(StateFailed, err.Error())
+			m.opts.Log.Error().Str("dynamic_resource", r.spec.Name).Err(err).Msg("switching the destination failed")
+			continue
+		}
+		m.opts.Log.Info().Str("dynamic_resource", r.spec.Name).Int64("revision", r.spec.Revision).Str("path", versions[i].Path).Msg("destination switched")
+		done = append(done, sw)
+	}
+	if len(done) > 0 {
+		m.notify(ctx, next, running, names(done))
+		var rolled []switched
+		for _, sw := range done {
+			r := sw.r
+			if r.spec.Verify == nil {
+				r.set(StateReady, "")
+				continue
+			}
+			target := probes.Target{Env: next.ProcessEnv(nil), Dir: next.Instance.Dir}
+			err := RunPolicy(ctx, r.spec.Verify, target, nil)
+			if err == nil {
+				r.set(StateReady, "")
+				continue
+			}
+			reason := "verify failed: " + err.Error()
+			m.opts.Log.Warn().Str("dynamic_resource", r.spec.Name).Int64("revision", r.spec.Revision).Str("reason", reason).Msg("rolling back")
+			if rerr := r.rollback(sw.prev, sw.prevPrev); rerr != nil {
+				r.set(StateFailed, reason+"; rollback failed: "+rerr.Error())
+				continue
+			}
+			r.set(StateRolledBack, reason)
+			rolled = append(rolled, sw)
+		}
+		m.opts.Changed()
+		if len(rolled) > 0 {
+			m.notify(ctx, next, running, names(rolled))
+		}
+	}
+	for _, r := range work {
+		m.evict(r, *r.spec.CachedRevisionsCount)
+	}
+	m.opts.Changed()
+}
+
+func names(list []switched) []string {
+	var out []string
+	for _, sw := range list {
+		out = append(out, sw.r.spec.Name)
+	}
+	return out
+}
+
+// notify runs the notify_actions of every running container with changed as
+// arguments, with the container's environment and working directory.
+func (m *Manager) notify(ctx context.Context, next *spec.Spec, running []string, changed []string) {
+	for i := range next.Containers {
+		c := &next.Containers[i]
+		if len(c.NotifyActions) == 0 || !slices.Contains(running, c.Name) {
+			continue
+		}
+		target := probes.Target{Container: c.Name, Env: next.ProcessEnv(c.Env), Dir: next.WorkDir(c.WorkingDir)}
+		for j := range c.NotifyActions {
+			err := RunPolicy(ctx, &c.NotifyActions[j], target, changed)
+			ev := m.opts.Log.Info()
+			if err != nil {
+				ev = m.opts.Log.Warn().Err(err)
+			}
+			ev.Str("container", c.Name).Strs("changed", changed).Int("action", j).Msg("notify action")
+		}
+	}
+}
+
+// Status returns the status entries in spec order.
+func (m *Manager) Status() ([]status.Resource, []status.DynamicResource) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var rs []status.Resource
+	for _, r := range m.static {
+		rs = append(rs, r.status())
+	}
+	var ds []status.DynamicResource
+	for _, d := range m.dynamic {
+		ds = append(ds, d.status())
+	}
+	return rs, ds
+}
+
+// Failing says why resources are not in place ("model.bin: checksum mismatch: ..."),
+// or "" when none is failing.
+func (m *Manager) Failing() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, r := range m.static {
+		if f := r.failing(); f != "" {
+			out = append(out, f)
+		}
+	}
+	for _, d := range m.dynamic {
+		if f := d.failing(); f != "" {
+			out = append(out, f)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// Close stops background re-verification and waits for it.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	list := slices.Clone(m.static)
+	m.mu.Unlock()
+	for _, r := range list {
+		r.stopRecheck()
+	}
+}
+
+// parallel runs f(0..n-1) concurrently and joins their errors.
+func parallel(n int, f func(int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

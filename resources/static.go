@@ -1,0 +1,294 @@
+package resources
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
+)
+
+// States of a resource in status (SPEC.md §5, §6).
+const (
+	StateFetching   = "fetching"
+	StateReady      = "ready"
+	StateFailed     = "failed"
+	StateRolledBack = "rolled_back"
+)
+
+var checkPeriodRe = regexp.MustCompile(`^([0-9]+)d([0-9]+)h([0-9]+)m$`)
+
+// checkPeriodMinute is how long a minute of check_period lasts; tests shorten it.
+var checkPeriodMinute = time.Minute
+
+// ParseCheckPeriod parses check_period ("<d>d<h>h<m>m"); 0d0h0m is 0, never.
+func ParseCheckPeriod(s string) (time.Duration, error) {
+	m := checkPeriodRe.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("check_period %q: want <days>d<hours>h<minutes>m", s)
+	}
+	var n [3]int64
+	for i := range n {
+		n[i], _ = strconv.ParseInt(m[i+1], 10, 64)
+	}
+	return time.Duration((n[0]*24+n[1])*60+n[2]) * checkPeriodMinute, nil
+}
+
+// static is one static resource: the file or directory NAME in instance.dir.
+type static struct {
+	spec     spec.Resource
+	sum      Checksum
+	period   time.Duration
+	dir      string // instance.dir
+	path     string // dir/NAME
+	progress Progress
+
+	mu         sync.Mutex // guards the status fields
+	state      string
+	checksumOK bool
+	reason     string
+
+	tree string // digest of an extracted directory; owned by whoever installs or verifies
+
+	stopLoop context.CancelFunc // re-verification; nil when not running
+	loopDone chan struct{}
+}
+
+// marker is kept beside a static resource as .NAME.tend.json: what is in place, so
+// that a restart of tend does not fetch it again and an extracted directory can be
+// re-verified.
+type marker struct {
+	URLs     []string `json:"urls"`
+	Checksum string   `json:"checksum"`
+	Extract  bool     `json:"extract"`
+	Tree     string   `json:"tree,omitempty"`
+}
+
+func newStatic(s *spec.Spec, r spec.Resource) (*static, error) {
+	sum, err := ParseChecksum(r.Checksum)
+	if err != nil {
+		return nil, fmt.Errorf("resource %q: %w", r.Name, err)
+	}
+	period, err := ParseCheckPeriod(r.CheckPeriod)
+	if err != nil {
+		return nil, fmt.Errorf("resource %q: %w", r.Name, err)
+	}
+	st := &static{spec: r, sum: sum, period: period, dir: s.Instance.Dir, path: s.WorkDir(r.Name), state: StateFetching}
+	st.progress.reset(-1)
+	return st, nil
+}
+
+func (r *static) markerPath() string {
+	return filepath.Join(r.dir, "."+r.spec.Name+".tend.json")
+}
+
+// sameStatic reports whether a reload leaves a resource alone: same name, urls,
+// checksum and extract (check_period may change without a fetch).
+func sameStatic(a, b spec.Resource) bool {
+	return a.Name == b.Name && slices.Equal(a.URLs, b.URLs) && a.Checksum == b.Checksum && a.Extract == b.Extract
+}
+
+func (r *static) set(state string, ok bool, reason string) {
+	r.mu.Lock()
+	r.state, r.checksumOK, r.reason = state, ok, reason
+	r.mu.Unlock()
+}
+
+func (r *static) status() status.Resource {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	done, total := r.progress.Bytes()
+	return status.Resource{Name: r.spec.Name, State: r.state, ChecksumOK: r.checksumOK, Reason: r.reason, BytesDone: done, BytesTotal: total}
+}
+
+// failing returns "NAME: reason" while the resource is not in place.
+func (r *static) failing() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == StateReady || r.reason == "" {
+		return ""
+	}
+	return r.spec.Name + ": " + r.reason
+}
+
+// adopt reports whether what is already at the target is this resource: a file
+// with the checksum (resources with the same checksum are identical, seed 000), or,
+// by the marker, the same EMPTY: file or an unchanged extracted directory.
+func (r *static) adopt() bool {
+	fi, err := os.Lstat(r.path)
+	if err != nil {
+		return false
+	}
+	if !r.spec.Extract && !r.sum.Empty() {
+		if VerifyFile(r.path, r.sum) != nil {
+			return false
+		}
+		r.progress.done.Store(fi.Size())
+		r.progress.total.Store(fi.Size())
+		return true
+	}
+	var mk marker
+	b, err := os.ReadFile(r.markerPath())
+	if err != nil || json.Unmarshal(b, &mk) != nil {
+		return false
+	}
+	if mk.Checksum != r.spec.Checksum || mk.Extract != r.spec.Extract || (r.sum.Empty() && !slices.Equal(mk.URLs, r.spec.URLs)) {
+		return false
+	}
+	if !r.spec.Extract {
+		return fi.Mode().IsRegular()
+	}
+	if !fi.IsDir() {
+		return false
+	}
+	tree, err := treeDigest(r.path)
+	if err != nil || tree != mk.Tree {
+		return false
+	}
+	r.tree = tree
+	return true
+}
+
+// stage fetches the resource (unless adopt allows keeping what is in place) and
+// returns a verified file or extracted directory beside the target, or "" when the
+// target is already right. rounds bounds the rounds over all URLs (0: until ctx ends).
+func (m *Manager) stageStatic(ctx context.Context, r *static, rounds int, mayAdopt bool) (string, error) {
+	removeStale(r.dir, r.spec.Name)
+	if mayAdopt && r.adopt() {
+		m.opts.Log.Info().Str("resource", r.spec.Name).Msg("resource already in place")
+		return "", nil
+	}
+	r.mu.Lock()
+	r.state = StateFetching
+	r.mu.Unlock()
+	m.opts.Changed()
+	m.opts.Log.Info().Str("resource", r.spec.Name).Strs("urls", r.spec.URLs).Msg("fetching resource")
+	src := Source{Name: r.spec.Name, URLs: r.spec.URLs, Checksum: r.sum}
+	prefix := "." + r.spec.Name + ".tend-part-*"
+	var finish func(string) (string, error)
+	if r.spec.Extract {
+		finish = func(archive string) (string, error) {
+			tree, dir, err := m.unpack(r.spec.Name, archive, r.dir, "."+r.spec.Name+".tend-stage-*")
+			if err == nil {
+				r.tree = tree
+			}
+			return dir, err
+		}
+	}
+	return m.fetch.fetch(ctx, src, r.dir, prefix, &r.progress, rounds, finish, func(err error) {
+		r.set(StateFailed, false, err.Error())
+		m.opts.Changed()
+	})
+}
+
+// unpack extracts archive into a new directory in dir and returns its tree digest
+// and path; the archive is removed either way.
+func (m *Manager) unpack(name, archive, dir, pattern string) (string, string, error) {
+	defer os.Remove(archive)
+	fi, err := os.Stat(archive)
+	if err != nil {
+		return "", "", err
+	}
+	stage, err := os.MkdirTemp(dir, pattern)
+	if err != nil {
+		return "", "", err
+	}
+	skipped, err := extract(archive, stage, m.opts.limitsFor(fi.Size()))
+	if err == nil {
+		err = os.Chmod(stage, 0o755)
+	}
+	if err != nil {
+		os.RemoveAll(stage)
+		return "", "", fmt.Errorf("extract: %w", err)
+	}
+	if skipped > 0 {
+		m.opts.Log.Warn().Str("resource", name).Int("entries", skipped).Msg("archive: device files and fifos skipped")
+	}
+	tree, err := treeDigest(stage)
+	if err != nil {
+		os.RemoveAll(stage)
+		return "", "", err
+	}
+	return tree, stage, nil
+}
+
+// commitStatic puts a staged resource in place and records it in its marker.
+func (m *Manager) commitStatic(r *static, staged string) error {
+	if staged != "" {
+		if err := replace(staged, r.path); err != nil {
+			os.RemoveAll(staged)
+			r.set(StateFailed, false, err.Error())
+			m.opts.Changed()
+			return fmt.Errorf("resource %q: %w", r.spec.Name, err)
+		}
+	}
+	mk := marker{URLs: r.spec.URLs, Checksum: r.spec.Checksum, Extract: r.spec.Extract, Tree: r.tree}
+	if err := writeJSONAtomic(r.markerPath(), mk); err != nil {
+		m.opts.Log.Warn().Str("resource", r.spec.Name).Err(err).Msg("cannot write the resource marker; it will be fetched again after a restart")
+	}
+	r.set(StateReady, true, "")
+	m.opts.Changed()
+	if staged != "" {
+		m.opts.Log.Info().Str("resource", r.spec.Name).Str("path", r.path).Msg("resource in place")
+	}
+	return nil
+}
+
+// verify re-hashes what is in place.
+func (r *static) verify() error {
+	if !r.spec.Extract {
+		return VerifyFile(r.path, r.sum)
+	}
+	tree, err := treeDigest(r.path)
+	if err != nil {
+		return err
+	}
+	if tree != r.tree {
+		return errors.New("contents changed on disk")
+	}
+	return nil
+}
+
+// startRecheck re-verifies r every check_period until stopRecheck or the end of the
+// manager's lifetime; a mismatch is shown in status, logged once and fetched again.
+func (m *Manager) startRecheck(r *static) {
+	if r.period <= 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(m.bg)
+	r.stopLoop, r.loopDone = cancel, make(chan struct{})
+	go func() {
+		defer close(r.loopDone)
+		for sleepCtx(ctx, r.period) {
+			err := r.verify()
+			if err == nil {
+				continue
+			}
+			m.opts.Log.Warn().Str("resource", r.spec.Name).Err(err).Msg("re-verification failed; fetching the resource again")
+			r.set(StateFetching, false, "re-verification failed: "+err.Error())
+			m.opts.Changed()
+			staged, err := m.stageStatic(ctx, r, 0, false)
+			if err != nil {
+				return // ctx ended
+			}
+			_ = m.commitStatic(r, staged)
+		}
+	}()
+}
+
+func (r *static) stopRecheck() {
+	if r.stopLoop != nil {
+		r.stopLoop()
+		<-r.loopDone
+		r.stopLoop = nil
+	}
+}
