@@ -301,6 +301,12 @@ func (r *dynamic) rollback(prev, prevPrev *version) error {
 		return err
 	}
 	r.st.Active, r.st.Previous = prev, prevPrev
+	r.st.Seq++
+	for i := range r.st.Kept {
+		if r.st.Kept[i].Path == prev.Path {
+			r.st.Kept[i].Used = r.st.Seq // the failed version is now the older one
+		}
+	}
 	return r.save()
 }
 

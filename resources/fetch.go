@@ -228,6 +228,7 @@ func (f *fetcher) attempt(ctx context.Context, src Source, rawURL, dir, prefix s
 	if err := tmp.Close(); err != nil {
 		return "", err
 	}
+	p.total.Store(n) // known now, also when the server did not say
 	w.finished(n)
 	return tmp.Name(), nil
 }

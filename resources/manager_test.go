@@ -120,8 +120,7 @@ containers: []
 	}
 	// Unchanged files are re-hashed but not fetched again.
 	waitFor(t, "a few re-verifications", func() (bool, string) {
-		time.Sleep(100 * time.Millisecond)
-		return true, ""
+		return strings.Count(logs.String(), "resource re-verified") >= 4, logs.String()
 	})
 	if srv.count("/model.bin") != 1 || srv.count("/data.tar") != 1 {
 		t.Fatalf("unchanged resources fetched again: %d, %d", srv.count("/model.bin"), srv.count("/data.tar"))

@@ -271,6 +271,7 @@ func (m *Manager) startRecheck(r *static) {
 		for sleepCtx(ctx, r.period) {
 			err := r.verify()
 			if err == nil {
+				m.opts.Log.Debug().Str("resource", r.spec.Name).Msg("resource re-verified")
 				continue
 			}
 			m.opts.Log.Warn().Str("resource", r.spec.Name).Err(err).Msg("re-verification failed; fetching the resource again")

@@ -90,7 +90,7 @@ type Exit struct {
 	Code   int    `json:"code"`   // exit code, 128+N for a signal N, 127/126 when it could not start
 	Signal string `json:"signal"` // "SIGKILL", or "" for a normal exit
 	At     Time   `json:"at"`
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // InitContainer is the status of one init container.
@@ -142,7 +142,7 @@ type Resource struct {
 	Name       string `json:"name"`
 	State      string `json:"state"`
 	ChecksumOK bool   `json:"checksum_ok"`
-	Reason     string `json:"reason,omitempty"`
+	Reason     string `json:"reason"`
 	BytesDone  int64  `json:"bytes_done"`
 	BytesTotal *int64 `json:"bytes_total"`
 }
@@ -153,7 +153,7 @@ type DynamicResource struct {
 	Revision       int64  `json:"revision"`
 	State          string `json:"state"`
 	ActiveRevision int64  `json:"active_revision"`
-	Reason         string `json:"reason,omitempty"`
+	Reason         string `json:"reason"`
 }
 
 // Document is the whole status document served at GET /v1/status.

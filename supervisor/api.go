@@ -142,7 +142,7 @@ func (sv *Supervisor) handler(trusted bool) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if doc.Ready.True() {
 			w.WriteHeader(http.StatusOK)
-			fmt.Fprintln(w, "ready")
+			fmt.Fprint(w, "ready")
 			return
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -150,11 +150,11 @@ func (sv *Supervisor) handler(trusted bool) http.Handler {
 		if doc.Ready.Message != "" {
 			msg += ": " + doc.Ready.Message
 		}
-		fmt.Fprintln(w, msg)
+		fmt.Fprint(w, msg)
 	})
 	mux.HandleFunc("GET /v1/live", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "live")
+		fmt.Fprint(w, "live")
 	})
 	mux.HandleFunc("GET /metrics", sv.serveMetrics)
 	mutate := func(kind requestKind) http.HandlerFunc {

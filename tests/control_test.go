@@ -233,3 +233,28 @@ containers:
 	}
 	waitFile(t, 5*time.Second, filepath.Join(tp.dir, "removed-destroyed"))
 }
+
+// The control commands find a running tend through ./tend.sock by default.
+func TestCLIDefaultSocketReloadShutdown(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: app
+    command: ["sleep", "600"]
+`)
+	tp.waitStatus(10*time.Second, "running", func(d status.Document) bool { return containerStatus(d, "app").State == status.Running })
+	if out, errOut, code := runCLI(t, tp.dir, "reload"); code != 0 || out != "reload: ok\n" {
+		t.Errorf("tend reload: %d %q %q", code, out, errOut)
+	}
+	if out, _, code := runCLI(t, tp.dir, "status", "--json"); code != 0 || !strings.Contains(out, `"containers"`) {
+		t.Errorf("tend status --json: %d %q", code, out)
+	}
+	if _, errOut, code := runCLI(t, tp.dir, "stop", "nope"); code != 1 || !strings.Contains(errOut, "no such container") {
+		t.Errorf("tend stop nope: %d %q", code, errOut)
+	}
+	if out, errOut, code := runCLI(t, tp.dir, "shutdown"); code != 0 || out != "shutdown: ok\n" {
+		t.Errorf("tend shutdown: %d %q %q", code, out, errOut)
+	}
+	if code := tp.wait(10 * time.Second); code != 0 {
+		t.Errorf("exit code after tend shutdown = %d, want 0", code)
+	}
+}
