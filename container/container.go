@@ -149,6 +149,27 @@ func (c *Container) Run(ctx context.Context) {
 	}
 	l := newLoop(c)
 	l.run(ctx)
+	l.drainOutput()
+}
+
+// outputGrace bounds how long a finished container waits for the rest of its last
+// process's output (a descendant that escaped the group may hold the pipe forever).
+const outputGrace = time.Second
+
+// drainOutput waits for the last process's output to reach tend's stdout, so the
+// final lines (an unfinished last line included) are not lost when tend exits.
+func (l *loop) drainOutput() {
+	if l.lastProc == nil {
+		return
+	}
+	t := time.NewTimer(outputGrace)
+	defer t.Stop()
+	select {
+	case <-l.lastProc.OutputDone():
+	case <-t.C:
+		l.lastProc.CloseOutput()
+		<-l.lastProc.OutputDone()
+	}
 }
 
 func initialStatus(sc *spec.Container, now time.Time) status.Container {
@@ -177,7 +198,8 @@ type loop struct {
 	log    zerolog.Logger
 	st     status.Container
 
-	// The running process, if any.
+	// The running process, if any, and the last one started (for its output).
+	lastProc   *proc.Process
 	proc       *proc.Process
 	procDone   <-chan struct{}
 	runID      uint64
@@ -313,7 +335,7 @@ func (l *loop) startProcess() {
 		l.afterExit(proc.Exit{Code: -1, StartErr: err}, 0)
 		return
 	}
-	l.proc, l.procDone = p, p.Done()
+	l.proc, l.procDone, l.lastProc = p, p.Done(), p
 	l.runID++
 	pid := p.Pid()
 	l.st.Pid = &pid

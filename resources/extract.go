@@ -140,6 +140,9 @@ func (x *extractor) zip(zr *zip.Reader) error {
 				err = x.symlink(zf.Name, string(target))
 			}
 		case mode.IsRegular():
+			if mode.Perm() == 0 { // written by a tool that records no permissions
+				mode |= 0o644
+			}
 			var rc io.ReadCloser
 			rc, err = zf.Open()
 			if err == nil {

@@ -222,6 +222,10 @@ func (f *fetcher) attempt(ctx context.Context, src Source, rawURL, dir, prefix s
 	if err := src.Checksum.check(h); err != nil {
 		return "", err
 	}
+	// CreateTemp makes the file private; a resource is read by the containers.
+	if err := tmp.Chmod(0o644); err != nil {
+		return "", err
+	}
 	if err := tmp.Sync(); err != nil {
 		return "", err
 	}

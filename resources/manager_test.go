@@ -45,6 +45,11 @@ containers: []
 	}
 	checkContent(t, filepath.Join(dir, "model.bin"), payload)
 	checkGood(t, filepath.Join(dir, "data"), true)
+	for _, p := range []string{"model.bin", "data"} {
+		if fi, err := os.Stat(filepath.Join(dir, p)); err != nil || fi.Mode().Perm()&0o044 != 0o044 {
+			t.Errorf("%s mode = %v, %v; want readable by all", p, fi.Mode(), err)
+		}
+	}
 	st := staticStatus(m, "model.bin")
 	if st.State != StateReady || !st.ChecksumOK || st.BytesDone != int64(len(payload)) || st.BytesTotal == nil || *st.BytesTotal != int64(len(payload)) {
 		t.Errorf("status = %+v", st)
