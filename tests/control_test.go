@@ -43,7 +43,7 @@ containers:
 	if code := post(t, tp, "/v1/containers/app/stop"); code != 200 {
 		t.Fatalf("stop: %d", code)
 	}
-	doc = tp.waitStatus(10*time.Second, "app stopped and ready", func(d status.Document) bool {
+	tp.waitStatus(10*time.Second, "app stopped and ready", func(d status.Document) bool {
 		c := containerStatus(d, "app")
 		return c.State == status.Stopped && c.TargetState == "removed" && c.Ready.Status == "True" && d.Ready.Status == "True"
 	})
