@@ -110,7 +110,7 @@ func (x *extractor) tar(tr *tar.Reader) error {
 		switch h.Typeflag {
 		case tar.TypeDir:
 			err = x.dir(h.Name, mode)
-		case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
+		case tar.TypeReg, tar.TypeGNUSparse: // the reader reports the old TypeRegA as TypeReg
 			err = x.file(h.Name, mode, tr)
 		case tar.TypeSymlink:
 			err = x.symlink(h.Name, h.Linkname)

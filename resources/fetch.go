@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -204,11 +205,7 @@ func (f *fetcher) attempt(ctx context.Context, src Source, rawURL, dir, prefix s
 	p.reset(total)
 	h := src.Checksum.newHash()
 	w := &progressWriter{f: tmp, p: p, log: f, name: src.Name, start: time.Now()}
-	var dst io.Writer = w
-	if h != nil {
-		dst = io.MultiWriter(w, h)
-	}
-	n, err := io.CopyBuffer(dst, body, make([]byte, copyBuffer))
+	n, err := copyHashing(w, body, h)
 	switch {
 	case err != nil && stalled.Load():
 		return "", fmt.Errorf("stalled: no data for %s after %d bytes", f.opts.IdleTimeout, n)
@@ -322,5 +319,57 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// hashBuffers is how many copyBuffer-sized buffers are in flight between the
+// reader and the hashing goroutine: memory stays at hashBuffers×copyBuffer.
+const hashBuffers = 4
+
+// copyHashing copies src to dst and feeds every byte to h (nil: none) on the way.
+// The hash runs in its own goroutine, overlapping with the network and the disk,
+// so the checksum costs neither a second pass over the file nor (on two cores)
+// much wall time.
+func copyHashing(dst io.Writer, src io.Reader, h hash.Hash) (int64, error) {
+	if h == nil {
+		return io.CopyBuffer(dst, src, make([]byte, copyBuffer))
+	}
+	free := make(chan []byte, hashBuffers)
+	for range hashBuffers {
+		free <- make([]byte, copyBuffer)
+	}
+	full := make(chan []byte, hashBuffers)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for b := range full {
+			h.Write(b)
+			free <- b[:cap(b)]
+		}
+	}()
+	defer func() { close(full); <-done }()
+	var written int64
+	for {
+		buf := <-free
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			m, werr := dst.Write(buf[:n])
+			written += int64(m)
+			if werr == nil && m < n {
+				werr = io.ErrShortWrite
+			}
+			if werr != nil {
+				return written, werr
+			}
+			full <- buf[:n]
+		} else {
+			free <- buf
+		}
+		if rerr == io.EOF {
+			return written, nil
+		}
+		if rerr != nil {
+			return written, rerr
+		}
 	}
 }

@@ -62,6 +62,11 @@ containers:
 		c := containerStatus(d, "app")
 		return c.State == status.Running && c.Pid != nil && *c.Pid != first
 	})
+	// Status says running once the process exists; its first line may come later.
+	waitFor(t, 5*time.Second, "three starts recorded", func() (bool, string) {
+		n := len(lines(t, filepath.Join(tp.dir, "starts")))
+		return n >= 3, itoa(n)
+	})
 	if n := len(lines(t, filepath.Join(tp.dir, "inits"))); n != 1 {
 		t.Errorf("init commands ran %d times, want 1 (not after stop/start or restart)", n)
 	}
