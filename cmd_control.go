@@ -160,6 +160,37 @@ func printStatus(w io.Writer, doc status.Document) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Restarts, c.Ready.Status, c.Alive.Status, since, exitText(c.LastExit))
 	}
 	tw.Flush()
+	if len(doc.Resources) > 0 || len(doc.DynamicResources) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nRESOURCE\tSTATE\tREVISION\tPROGRESS\tREASON")
+		for _, r := range doc.Resources {
+			fmt.Fprintf(tw, "%s\t%s\t-\t%s\t%s\n", r.Name, r.State, progress(r), dash(r.Reason))
+		}
+		for _, r := range doc.DynamicResources {
+			fmt.Fprintf(tw, "%s (dynamic)\t%s\t%d (active %d)\t-\t%s\n", r.Name, r.State, r.Revision, r.ActiveRevision, dash(r.Reason))
+		}
+		tw.Flush()
+	}
+}
+
+func progress(r status.Resource) string {
+	if r.BytesTotal == nil {
+		if r.BytesDone == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%d B", r.BytesDone)
+	}
+	if *r.BytesTotal == 0 {
+		return "100%"
+	}
+	return fmt.Sprintf("%d%% of %d B", r.BytesDone*100 / *r.BytesTotal, *r.BytesTotal)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func exitText(x *status.Exit) string {

@@ -128,11 +128,10 @@ func checkTCP(ctx context.Context, h spec.TCPSocket, timeout time.Duration) stri
 	if err != nil {
 		return failure(ctx, checkCtx, timeout, hostPort, err)
 	}
-	// Close with RST rather than FIN: the connection carries nothing, and at hundreds
-	// of probes a second TIME_WAIT sockets would pile up on our side (kubelet does the same).
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
+	// A plain close (FIN), not a reset: servers that accept and read (Python's
+	// http.server among them) log a traceback for every reset connection, which would
+	// fill a container's log at every check. TIME_WAIT sockets stay bounded by the
+	// check rate times 60 s.
 	_ = conn.Close()
 	return ""
 }
