@@ -121,6 +121,17 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 		select {
 		case <-tp.done:
 		default:
+			if !o.pid1 {
+				// Outside a PID namespace the containers' groups would outlive tend:
+				// kill the ones it reports first.
+				if doc, ok := tp.status(); ok {
+					for _, c := range doc.Containers {
+						if c.Pid != nil {
+							_ = syscall.Kill(-*c.Pid, syscall.SIGKILL)
+						}
+					}
+				}
+			}
 			// The namespace dies with its PID 1; unshare --kill-child takes it down.
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-tp.done
