@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/tend-sh/tend/internal/lowmem"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/supervisor"
 )
@@ -58,6 +59,8 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return specFailure(path, err)
 			}
+			lowmem.AdviseExecutable()
+			lowmem.ReleaseAfterStartup()
 			sv := supervisor.New(s, supervisor.Options{
 				Load:           func() (*spec.Spec, error) { return loadSpec(path, vars) },
 				Listen:         c.StringSlice("listen"),

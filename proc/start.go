@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -79,8 +81,15 @@ func checkDir(dir string) error {
 	return nil
 }
 
-// copyBufSize is the fixed chunk size of the output copiers.
-const copyBufSize = 32 << 10
+// The output copiers read an idle pipe with a small buffer and switch to a pooled
+// large one while a burst lasts: a hundred quiet containers then hold a few hundred
+// KiB instead of megabytes, and a flood still moves in big chunks.
+const (
+	idleBufSize = 512
+	copyBufSize = 32 << 10
+)
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 
 // outputs holds the child's stdout and stderr while starting: the files the child gets
 // and the pipes whose read ends feed non-file writers.
@@ -175,21 +184,19 @@ func (o *outputs) startCopiers(done chan struct{}) []*os.File {
 		close(done)
 		return nil
 	}
-	finished := make(chan struct{}, len(o.copies))
+	// The last copier to finish closes done (no extra goroutine per process).
+	var running atomic.Int32
+	running.Store(int32(len(o.copies)))
 	var readEnds []*os.File
 	for _, c := range o.copies {
 		readEnds = append(readEnds, c.r)
 		go func() {
 			c.copy()
-			finished <- struct{}{}
+			if running.Add(-1) == 0 {
+				close(done)
+			}
 		}()
 	}
-	go func(n int) {
-		for range n {
-			<-finished
-		}
-		close(done)
-	}(len(o.copies))
 	return readEnds
 }
 
@@ -201,7 +208,14 @@ type flusher interface{ Flush() error }
 // full pipe.
 func (c copier) copy() {
 	defer c.r.Close()
-	buf := make([]byte, copyBufSize)
+	idle := make([]byte, idleBufSize)
+	buf := idle
+	var big *[]byte
+	defer func() {
+		if big != nil {
+			copyBufs.Put(big)
+		}
+	}()
 	var werr error
 	for {
 		n, err := c.r.Read(buf)
@@ -210,6 +224,14 @@ func (c copier) copy() {
 		}
 		if err != nil {
 			break
+		}
+		switch {
+		case big == nil && n == len(buf): // more is waiting: a burst
+			big = copyBufs.Get().(*[]byte)
+			buf = *big
+		case big != nil && n < idleBufSize: // quiet again
+			copyBufs.Put(big)
+			big, buf = nil, idle
 		}
 	}
 	if f, ok := c.w.(flusher); ok && werr == nil {
