@@ -378,31 +378,34 @@ func (l *loop) onProbe(ev probes.Event) {
 		return // a late result of an earlier run, or probes already stopped
 	}
 	now := time.Now()
+	// Publish only what changed: checks pass many times a second across an
+	// instance, and every publication makes the supervisor look at every container.
+	changed := false
 	switch ev.Kind {
 	case probes.Liveness:
 		if ev.Result.OK {
-			l.st.Alive.Set(true, "Running", "", now)
-			l.publish()
-			return
+			changed = l.st.Alive.Set(true, "Running", "", now)
+			break
 		}
 		msg := "liveness probe failed: " + ev.Result.Detail
-		l.st.Alive.Set(false, "LivenessProbeFailed", msg, now)
+		changed = l.st.Alive.Set(false, "LivenessProbeFailed", msg, now)
 		if ev.Failed && l.killReason == "" {
 			l.killReason = msg
 			l.log.Warn().Str("reason", ev.Result.Detail).Int("failures", ev.Failures).Msg("liveness probe failed, killing the process group")
 			_ = l.proc.SignalGroup(syscall.SIGKILL)
 		}
-		l.publish()
 	case probes.Readiness:
 		if ev.Healthy {
-			l.st.Ready.Set(true, "Ready", "", now)
+			changed = l.st.Ready.Set(true, "Ready", "", now)
 		} else {
 			msg := "readiness probe failed"
 			if ev.Result.Detail != "" {
 				msg += ": " + ev.Result.Detail
 			}
-			l.st.Ready.Set(false, "ReadinessProbeFailed", msg, now)
+			changed = l.st.Ready.Set(false, "ReadinessProbeFailed", msg, now)
 		}
+	}
+	if changed {
 		l.publish()
 	}
 }
@@ -412,6 +415,11 @@ func (l *loop) onExit() {
 	p := l.proc
 	e := p.Exit()
 	ran := time.Since(l.startedAt)
+	// Whatever the process left behind in its group dies with it, as an init
+	// container's leftovers do (SPEC.md §3.1) and as a Kubernetes container's would:
+	// otherwise every restart would leave processes, and the output pipes they hold
+	// open (with their copiers) in tend, behind.
+	_ = p.SignalGroup(syscall.SIGKILL)
 	l.proc, l.procDone = nil, nil
 	l.st.Pid = nil
 	l.stopProbes()
@@ -511,8 +519,12 @@ func (l *loop) onCommand(cmd command) bool {
 				l.afterStop = cmdStart
 			}
 		case status.Stopped, status.Completed:
+			// A requested start is a fresh start, as when it arrives during the stop
+			// (finishStop): the backoff of earlier crashes does not carry over.
+			l.fails = 0
 			l.begin()
 		case status.Backoff:
+			l.fails = 0
 			l.stopTimer()
 			l.startProcess()
 		}
@@ -528,9 +540,11 @@ func (l *loop) onCommand(cmd command) bool {
 				l.afterStop = cmdRestart
 			}
 		case status.Backoff:
+			l.fails = 0 // a fresh start, as after restarting a running container
 			l.stopTimer()
 			l.startProcess()
 		case status.Stopped, status.Completed:
+			l.fails = 0
 			l.begin()
 		}
 		l.publish()
@@ -572,7 +586,12 @@ func (l *loop) beginStop(op StopOp, after commandKind) bool {
 		destroy = l.sc.DestroyPolicy
 	}
 	if l.proc == nil && destroy == nil {
-		op.Barrier.Arrive()
+		// Nothing to signal: an IGNORE container has reached its TERM at once. A WAIT
+		// container is not counted by the barrier, so it must not arrive: that would
+		// open the barrier before an IGNORE container still in its handler.
+		if l.sc.TermBarrier != spec.BarrierWait {
+			op.Barrier.Arrive()
+		}
 		return l.finishStop()
 	}
 	l.stop = newStopRun(l, op, destroy)

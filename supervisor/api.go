@@ -44,6 +44,14 @@ func (sv *Supervisor) handle(req request) {
 		sv.reload(req)
 		return
 	}
+	if sv.reloading {
+		// The containers are being swapped: a request for one that the reload is
+		// replacing would reach the old container, which is finishing, and be lost.
+		// It is handled once the reload is done (finishReload), on the new set.
+		sv.log.Info().Str("container", req.name).Msg("request queued behind the reload in progress")
+		sv.pending = append(sv.pending, req)
+		return
+	}
 	for _, c := range sv.current() {
 		if c.Name() != req.name {
 			continue

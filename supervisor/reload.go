@@ -15,7 +15,8 @@ import (
 // changes nothing and is shown in status as reload_error.
 func (sv *Supervisor) reload(req request) {
 	if sv.reloading {
-		sv.pendingReloads = append(sv.pendingReloads, req)
+		sv.log.Info().Msg("reload queued behind the reload in progress")
+		sv.pending = append(sv.pending, req)
 		return
 	}
 	reply := func(err error) {
@@ -62,6 +63,7 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 	var keep, replaced, removed, added []*container.Container
 	var list []*container.Container // the status list until the replaced ones are stopped
 	var final []*container.Container
+	var targets []func() // target_state changes of kept containers, applied once nothing can fail
 	for i := range next.Containers {
 		cs := &next.Containers[i]
 		oc := old[cs.Name]
@@ -69,9 +71,9 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 		if oc != nil && sameContainer(prev, oc.Spec(), next, cs) {
 			if oc.Status().TargetState != cs.TargetState {
 				if cs.TargetState == spec.TargetRemoved {
-					oc.Stop()
+					targets = append(targets, oc.Stop)
 				} else {
-					oc.Start()
+					targets = append(targets, oc.Start)
 				}
 			}
 			keep = append(keep, oc)
@@ -102,6 +104,11 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 			removed = append(removed, c)
 			list = append(list, c)
 		}
+	}
+	// Only now, when building a later container can no longer fail the reload: a
+	// failed reload changes nothing.
+	for _, apply := range targets {
+		apply()
 	}
 	sv.log.Info().Int("unchanged", len(keep)).Int("changed", len(replaced)).Int("removed", len(removed)).Int("added", len(added)).Msg("reloading")
 
@@ -159,13 +166,27 @@ func (sv *Supervisor) swap(list []*container.Container) {
 	sv.finishReload()
 }
 
-// finishReload ends a reload and takes the next queued one.
+// finishReload ends a reload and handles the queued requests in order until one of
+// them starts another reload. A queued reload that ends at once (an invalid spec)
+// calls no finishReload of its own, so the loop must go on past it: no request may
+// stay queued unanswered.
 func (sv *Supervisor) finishReload() {
 	sv.reloading = false
-	if len(sv.pendingReloads) > 0 {
-		req := sv.pendingReloads[0]
-		sv.pendingReloads = sv.pendingReloads[1:]
-		sv.reload(req)
+	for !sv.reloading && len(sv.pending) > 0 {
+		req := sv.pending[0]
+		sv.pending = sv.pending[1:]
+		sv.handle(req)
+	}
+}
+
+// answerQueued answers queued requests that will never run: the instance is stopping
+// (or failed). An API caller would otherwise wait for an answer that never comes, and
+// hold tend's exit until the API server gives up on its connection.
+func answerQueued(reqs []request) {
+	for _, req := range reqs {
+		if req.reply != nil {
+			req.reply(errStopping)
+		}
 	}
 }
 

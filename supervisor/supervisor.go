@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/proc"
@@ -59,9 +60,9 @@ type Supervisor struct {
 	runCtx   context.Context
 
 	// Owned by the main loop.
-	reloading      bool
-	pendingReloads []request
-	reportKick     chan struct{} // nil without --report-url
+	reloading  bool
+	pending    []request     // requests that arrived during a reload, handled after it
+	reportKick chan struct{} // nil without --report-url
 
 	mu         sync.Mutex // guards the fields below, read by the API
 	spec       *spec.Spec
@@ -163,6 +164,8 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 	}
 	go func() { prepared <- sv.prepare(prepCtx) }()
 	var pendingReload []request
+	// Reloads queued while preparing never run when preparing ends the instance.
+	defer func() { answerQueued(pendingReload) }()
 	for preparing := true; preparing; {
 		select {
 		case err := <-prepared:
@@ -187,6 +190,7 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 				sv.setInstance(status.InstanceStopped, nil)
 				return 0, nil
 			case syscall.SIGHUP:
+				sv.log.Info().Msg("reload queued until preparing ends")
 				pendingReload = append(pendingReload, request{kind: reqReload})
 			}
 		case req := <-sv.requests:
@@ -198,6 +202,7 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 				sv.setInstance(status.InstanceStopped, nil)
 				return 0, nil
 			case reqReload:
+				sv.log.Info().Msg("reload queued until preparing ends")
 				pendingReload = append(pendingReload, req) // after preparing, SPEC.md §3.6
 			default:
 				req.reply(errPreparing)
@@ -227,7 +232,9 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 		go c.Run(runCtx)
 	}
 	sv.updateReady()
-	for _, req := range pendingReload {
+	queued := pendingReload
+	pendingReload = nil // taken over by the main loop
+	for _, req := range queued {
 		sv.reload(req)
 	}
 
@@ -306,7 +313,8 @@ func (sv *Supervisor) prepare(ctx context.Context) error {
 			func(e proc.Exit) {
 				x := &status.Exit{Code: e.Status(), At: status.At(time.Now()), Reason: e.String()}
 				if e.Signal != 0 {
-					x.Signal = e.String()
+					// The name alone ("SIGKILL"), as in a container's last_exit.
+					x.Signal = unix.SignalName(e.Signal)
 				}
 				sv.setInit(i, func(st *status.InitContainer) { st.Attempts++; st.LastExit = x })
 				ev := sv.log.Info()
@@ -410,6 +418,8 @@ func (sv *Supervisor) jobFinished() (int, bool) {
 // them, and returns code. A second SIGTERM/SIGINT kills everything at once.
 func (sv *Supervisor) shutdown(signals <-chan os.Signal, code int) int {
 	sv.setInstance(status.InstanceStopping, nil)
+	answerQueued(sv.pending)
+	sv.pending = nil
 	cs := sv.current()
 	ignoring := 0
 	for _, c := range cs {

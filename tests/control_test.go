@@ -81,12 +81,14 @@ containers:
 	}
 }
 
-// Concurrent restart requests never run two processes of one container at once.
+// Concurrent restart requests never run two processes of one container at once. The
+// trap comes first: a SIGTERM before it would leave the lock behind without a second
+// process.
 func TestConcurrentRestartsStartOneProcess(t *testing.T) {
 	tp := start(t, `
 containers:
   - name: app
-    command: ["sh", "-c", "if [ -e {DIR}/lock ]; then echo twice >> {DIR}/errors; fi; touch {DIR}/lock; trap 'rm -f {DIR}/lock; exit 0' TERM; echo start >> {DIR}/starts; while true; do sleep 0.02; done"]
+    command: ["sh", "-c", "trap 'rm -f {DIR}/lock; exit 0' TERM; if [ -e {DIR}/lock ]; then echo twice >> {DIR}/errors; fi; touch {DIR}/lock; echo start >> {DIR}/starts; while true; do sleep 0.02; done"]
 `)
 	tp.waitStatus(10*time.Second, "running", func(d status.Document) bool { return containerStatus(d, "app").State == status.Running })
 	var wg sync.WaitGroup

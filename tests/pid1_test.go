@@ -44,12 +44,14 @@ func TestPID1ReapsOrphansWithoutStealingExits(t *testing.T) {
 containers:
   - name: spawner
     command: ["sh", "-c", "for i in $(seq 250); do (sleep 0.2 &); done; echo x >> {DIR}/rounds; exit 7"]
-    restart_policy: {min_period_ms: 10, max_jitter_ms: 0, stable_after_ms: 60000, mode: on_failure}
+    restart_policy: {min_period_ms: 10, backoff: 50, max_jitter_ms: 0, stable_after_ms: 60000, mode: on_failure}
   - name: keeper
     command: ["sleep", "600"]
 `)
 	tendPid := tp.pid()
-	// Stop the spawner after two rounds (500 orphans) by asking for it over the API.
+	// Stop the spawner after two rounds (500 orphans) by asking for it over the API,
+	// while it waits 500 ms in backoff (backoff 50): a stop that came after the third
+	// start would end that run with SIGTERM, not 7.
 	waitFor(t, 30*time.Second, "two rounds of 250 orphans", func() (bool, string) {
 		n := len(lines(t, filepath.Join(tp.dir, "rounds")))
 		return n >= 2, strconv.Itoa(n)
