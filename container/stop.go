@@ -177,6 +177,14 @@ func (r *stopRun) stopProcess() {
 	pol := r.policy
 	tl := restart.FromSpec(pol.TimeLimit)
 	maxTries := max(1, deref(pol.MaxTries))
+	// time_limit.initial_delay_ms (default 0 for stop handlers) comes before the
+	// first try, as it does for every other user of a time_limit.
+	if hasHandler := pol.UnixSignal != nil || pol.Exec != nil || pol.HTTPGet != nil; hasHandler && tl.InitialDelay > 0 {
+		r.step(stepHandler)
+		if r.waitExit(tl.InitialDelay) {
+			return
+		}
+	}
 	if pol.UnixSignal != nil {
 		sig := signalNumber(pol.UnixSignal.Signal)
 		r.step(stepHandler)

@@ -98,7 +98,9 @@ func (sv *Supervisor) serveAPI() (func(), error) {
 		if socket != "" {
 			sockets = append(sockets, socket)
 		}
-		srv := &http.Server{Handler: sv.handler(socket != ""), ReadHeaderTimeout: 10 * time.Second}
+		// Idle keep-alive connections of long-lived clients are closed after a while,
+		// so polling orchestrators cannot pile up sockets in tend.
+		srv := &http.Server{Handler: sv.handler(socket != ""), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 		servers = append(servers, srv)
 		go func() { _ = srv.Serve(ln) }()
 		sv.log.Info().Str("listen", addr).Msg("serving the API")

@@ -39,7 +39,7 @@ func (sv *Supervisor) reload(req request) {
 	reply(nil)
 	sv.reloading = true
 	go func() {
-		err := sv.reloadResources(sv.runCtx, next)
+		err := sv.reloadResources(sv.reloadCtx, next)
 		sv.internal <- func() { sv.applyReload(next, err) }
 	}()
 }

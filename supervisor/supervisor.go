@@ -58,6 +58,10 @@ type Supervisor struct {
 	changed  chan struct{} // coalesced "some status changed"
 	internal chan func()   // work handed back to the main loop by its own goroutines
 	runCtx   context.Context
+	// reloadCtx bounds a reload's resource work; shutdown cancels it so that no
+	// symlink switch or notify action runs while the containers are stopping.
+	reloadCtx    context.Context
+	cancelReload context.CancelFunc
 
 	// Owned by the main loop.
 	reloading  bool
@@ -154,6 +158,8 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	sv.runCtx = runCtx
+	sv.reloadCtx, sv.cancelReload = context.WithCancel(runCtx)
+	defer sv.cancelReload()
 
 	// Preparing: init containers in order, bounded by init_timeout_ms.
 	sv.log.Info().Str("instance", sv.spec.Instance.Name).Str("revision", sv.revision).Msg("preparing")
@@ -418,6 +424,7 @@ func (sv *Supervisor) jobFinished() (int, bool) {
 // them, and returns code. A second SIGTERM/SIGINT kills everything at once.
 func (sv *Supervisor) shutdown(signals <-chan os.Signal, code int) int {
 	sv.setInstance(status.InstanceStopping, nil)
+	sv.cancelReload()
 	answerQueued(sv.pending)
 	sv.pending = nil
 	cs := sv.current()

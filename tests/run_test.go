@@ -322,3 +322,29 @@ containers:
 		t.Errorf("exit code = %d, want 0", code)
 	}
 }
+
+// A stop handler's time_limit.initial_delay_ms comes before its first try.
+func TestStopHandlerInitialDelay(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: app
+    command: ["sh", "-c", "touch {DIR}/up; exec sleep 600"]
+    stop_policy:
+      exec: {command: "sh -c 'date +%s%N > {DIR}/handler'"}
+      time_limit: {initial_delay_ms: 400}
+      term_timeout_ms: 1000
+`)
+	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "up"))
+	begin := time.Now()
+	tp.signal(syscall.SIGTERM)
+	if code := tp.wait(10 * time.Second); code != 0 {
+		t.Errorf("exit code = %d", code)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(waitFile(t, time.Second, filepath.Join(tp.dir, "handler"))), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Unix(0, ns).Sub(begin); d < 380*time.Millisecond {
+		t.Errorf("the handler ran %v after SIGTERM, before its initial delay of 400ms", d)
+	}
+}
