@@ -107,7 +107,6 @@ type child struct {
 	done   chan struct{} // closed when the supervisor has exited
 	exitNS int64         // CLOCK_MONOTONIC at the return of wait
 	code   int
-	mu     sync.Mutex
 }
 
 var (
