@@ -59,7 +59,6 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return specFailure(path, err)
 			}
-			lowmem.AdviseExecutable()
 			lowmem.ReleaseAfterStartup()
 			sv := supervisor.New(s, supervisor.Options{
 				Load:           func() (*spec.Spec, error) { return loadSpec(path, vars) },

@@ -7,12 +7,17 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
+// Compiled on first use, not at start-up: every tend command (and `tend run`'s
+// time to its first container) would otherwise pay for them.
 var (
-	nameRe        = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-	checksumRe    = regexp.MustCompile(`^(EMPTY:|MD5:[0-9a-fA-F]{32}|SHA256:[0-9a-fA-F]{64})$`)
-	checkPeriodRe = regexp.MustCompile(`^[0-9]{1,5}d[0-9]{1,5}h[0-9]{1,5}m$`)
+	nameRe     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`) })
+	checksumRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(EMPTY:|MD5:[0-9a-fA-F]{32}|SHA256:[0-9a-fA-F]{64})$`)
+	})
+	checkPeriodRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{1,5}d[0-9]{1,5}h[0-9]{1,5}m$`) })
 )
 
 // URL schemes: the ones tend fetches, and the ones it skips (seed 003).
@@ -78,7 +83,7 @@ func (k *checker) check() {
 		}
 		k.urls(join(path, "urls"), r.URLs)
 		k.checksum(join(path, "checksum"), r.Checksum)
-		if !checkPeriodRe.MatchString(r.CheckPeriod) {
+		if !checkPeriodRe().MatchString(r.CheckPeriod) {
 			k.c.addf(join(path, "check_period"), "must look like 0d1h0m (<days>d<hours>h<minutes>m), got %q", r.CheckPeriod)
 		}
 	}
@@ -378,7 +383,7 @@ func (k *checker) oneOf(path, v string, allowed ...string) {
 
 // name checks a name's syntax and uniqueness among names (name -> path of its owner).
 func (k *checker) name(path, name, what string, names map[string]string) bool {
-	if !nameRe.MatchString(name) {
+	if !nameRe().MatchString(name) {
 		if name == "" {
 			k.c.addf(path, "must be set")
 		} else {
@@ -395,7 +400,7 @@ func (k *checker) name(path, name, what string, names map[string]string) bool {
 }
 
 func (k *checker) checksum(path, v string) {
-	if !checksumRe.MatchString(v) {
+	if !checksumRe().MatchString(v) {
 		k.c.addf(path, "must be EMPTY:, MD5:<32 hex digits> or SHA256:<64 hex digits>, got %q", v)
 	}
 }

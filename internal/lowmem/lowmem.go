@@ -57,9 +57,14 @@ func madvise(addr, length uintptr, advice int) {
 // spec's parse tree, first allocations of every container) is handed back.
 const startupGrace = 2 * time.Second
 
-// ReleaseAfterStartup returns the heap that start-up used to the kernel once, a
-// little after start: the Go runtime would otherwise keep it for reuse, and a
-// supervisor's steady state needs far less than its start-up did.
+// ReleaseAfterStartup trims tend's resident set once, a little after start (not
+// before: the first container's exec must not wait for it): it returns the heap that
+// start-up used to the kernel (the Go runtime would otherwise keep it for reuse, and a
+// supervisor's steady state needs far less than its start-up did), and lets only the
+// executable's pages that are really used come back.
 func ReleaseAfterStartup() {
-	time.AfterFunc(startupGrace, debug.FreeOSMemory)
+	time.AfterFunc(startupGrace, func() {
+		AdviseExecutable()
+		debug.FreeOSMemory()
+	})
 }
