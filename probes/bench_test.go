@@ -26,6 +26,20 @@ func BenchmarkHTTPCheck(b *testing.B) {
 	}
 }
 
+// A probe without expected_answer: only the status line is read.
+func BenchmarkHTTPStatusCheck(b *testing.B) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer server.Close()
+	_, port, _ := net.SplitHostPort(server.Listener.Addr().String())
+	h := spec.Handler{HTTPGet: &spec.HTTPGet{Host: "127.0.0.1", Port: port, Path: "/"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := Check(context.Background(), h, Target{}, time.Second); !r.OK {
+			b.Fatal(r.Detail)
+		}
+	}
+}
+
 func BenchmarkTCPCheck(b *testing.B) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

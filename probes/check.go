@@ -2,6 +2,7 @@ package probes
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -108,6 +109,25 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration) strin
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(io.LimitReader(conn, maxAnswer))
 	defer func() { br.Reset(nil); readers.Put(br) }()
+	if h.Any || h.ExpectedAnswer == "" {
+		// Only the status matters: read the status line and close the connection
+		// unread, without parsing headers (the common probe, at a fraction of the cost).
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return "malformed HTTP answer: status line too long"
+			}
+			return failure(ctx, checkCtx, timeout, hostPort, err)
+		}
+		code, ok := statusCode(line)
+		if !ok {
+			return fmt.Sprintf("malformed HTTP answer: %s", quoteShort(bytes.TrimRight(line, "\r\n")))
+		}
+		if code < 200 || code > 399 {
+			return fmt.Sprintf("HTTP %d", code)
+		}
+		return ""
+	}
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		return failure(ctx, checkCtx, timeout, hostPort, err)
@@ -115,9 +135,6 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration) strin
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 399 {
 		return fmt.Sprintf("HTTP %d", resp.StatusCode)
-	}
-	if h.Any || h.ExpectedAnswer == "" {
-		return "" // the body is not needed: closing the connection unread is cheaper
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
 	if err != nil {
@@ -130,6 +147,26 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration) strin
 		return fmt.Sprintf("HTTP %d, body %s does not match expected answer", resp.StatusCode, quoteShort(body))
 	}
 	return ""
+}
+
+// statusCode parses "HTTP/1.x NNN reason" (the reason may be missing).
+func statusCode(line []byte) (int, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte("HTTP/1."))
+	if !ok || len(rest) < 5 || rest[1] != ' ' {
+		return 0, false
+	}
+	digits := rest[2:5]
+	code := 0
+	for _, d := range digits {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		code = code*10 + int(d-'0')
+	}
+	if len(rest) > 5 && rest[5] != ' ' && rest[5] != '\r' && rest[5] != '\n' {
+		return 0, false
+	}
+	return code, true
 }
 
 // checkTCP returns "" when a connection is established, else why not.

@@ -314,3 +314,26 @@ func TestChecksLeakNothing(t *testing.T) {
 		<-time.After(10 * time.Millisecond) // polling with a deadline: goroutines announce no exit
 	}
 }
+
+func TestStatusCode(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		code int
+		ok   bool
+	}{
+		{"HTTP/1.1 200 OK\r\n", 200, true},
+		{"HTTP/1.0 503 Service Unavailable\r\n", 503, true},
+		{"HTTP/1.1 302\r\n", 302, true},
+		{"HTTP/1.1 204\n", 204, true},
+		{"HTTP/2 200 OK\r\n", 0, false},
+		{"HTTP/1.1 20x OK\r\n", 0, false},
+		{"HTTP/1.1 2000 OK\r\n", 0, false},
+		{"SSH-2.0-OpenSSH\r\n", 0, false},
+		{"", 0, false},
+	} {
+		code, ok := statusCode([]byte(c.line))
+		if code != c.code || ok != c.ok {
+			t.Errorf("statusCode(%q) = %d, %v; want %d, %v", c.line, code, ok, c.code, c.ok)
+		}
+	}
+}
