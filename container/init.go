@@ -16,7 +16,7 @@ import (
 // from the start of one run to the start of the next. attempt is called after every
 // run. It returns nil on success or ctx's error once ctx is done.
 func RunUntilSuccess(ctx context.Context, argv func() ([]string, error), c proc.Cmd, tl restart.TimeLimit, attempt func(proc.Exit)) error {
-	if !sleepCtx(ctx, tl.InitialDelay) {
+	if !restart.Sleep(ctx, tl.InitialDelay) {
 		return ctx.Err()
 	}
 	for {
@@ -37,7 +37,7 @@ func RunUntilSuccess(ctx context.Context, argv func() ([]string, error), c proc.
 			return nil
 		}
 		// Consecutive successes are 0 while retrying, so the period stays at step 0.
-		if !sleepCtx(ctx, tl.Wait(0, started, time.Now())) {
+		if !restart.Sleep(ctx, tl.Wait(0, started, time.Now())) {
 			return ctx.Err()
 		}
 	}

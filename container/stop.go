@@ -288,7 +288,7 @@ func (r *stopRun) runDestroy() {
 	d := r.destroy
 	tl := restart.FromSpec(d.TimeLimit)
 	r.step(stepDestroy)
-	if !sleepCtx(r.kill, tl.InitialDelay) {
+	if !restart.Sleep(r.kill, tl.InitialDelay) {
 		return
 	}
 	maxTries := max(1, deref(d.MaxTries))
@@ -301,24 +301,9 @@ func (r *stopRun) runDestroy() {
 		}
 		failures++
 		r.log(stepDestroy, "try", try, "result", res.Detail)
-		if try < maxTries && !sleepCtx(r.kill, tl.Wait(failures, started, time.Now())) {
+		if try < maxTries && !restart.Sleep(r.kill, tl.Wait(failures, started, time.Now())) {
 			return
 		}
-	}
-}
-
-// sleepCtx waits d unless ctx is done first; it reports whether the whole d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tend-sh/tend/restart"
 )
 
 // copyBuffer is the size of the buffer a download streams through: large enough
@@ -114,7 +116,7 @@ func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *
 		}
 		delay := f.opts.Retry.Delay(round, rand.Float64)
 		f.opts.Log.Warn().Str("resource", src.Name).Err(err).Dur("retry_in", delay).Msg("fetching resource failed")
-		if !sleepCtx(ctx, delay) {
+		if !restart.Sleep(ctx, delay) {
 			return "", fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
 		}
 	}
@@ -305,21 +307,6 @@ func rate(n int64, d time.Duration) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f MiB/s", float64(n)/d.Seconds()/(1<<20))
-}
-
-// sleepCtx waits d unless ctx ends first; it reports whether the whole d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // hashBuffers is how many copyBuffer-sized buffers are in flight between the

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/tend-sh/tend/probes"
+	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -108,7 +109,7 @@ func (m *Manager) prepareDynamic(ctx context.Context, r *dynamic) error {
 		m.opts.Changed()
 		delay := m.opts.Retry.Delay(attempt, rand.Float64)
 		m.opts.Log.Warn().Str("dynamic_resource", d.Name).Err(err).Dur("retry_in", delay).Msg("preparing dynamic resource failed")
-		if !sleepCtx(ctx, delay) {
+		if !restart.Sleep(ctx, delay) {
 			return fmt.Errorf("dynamic resource %q: %w (last attempt: %v)", d.Name, ctx.Err(), err)
 		}
 	}

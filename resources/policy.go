@@ -24,7 +24,7 @@ func RunPolicy(ctx context.Context, p *spec.Policy, target probes.Target, args [
 		h.Exec = &spec.Exec{Command: spec.Command{List: append(argv, args...), IsList: true}}
 	}
 	tl := restart.FromSpec(p.TimeLimit)
-	if !sleepCtx(ctx, tl.InitialDelay) {
+	if !restart.Sleep(ctx, tl.InitialDelay) {
 		return ctx.Err()
 	}
 	maxTries := 1
@@ -39,7 +39,7 @@ func RunPolicy(ctx context.Context, p *spec.Policy, target probes.Target, args [
 		}
 		last = res.Detail
 		failures++
-		if try < maxTries && !sleepCtx(ctx, tl.Period(failures)-res.Duration) {
+		if try < maxTries && !restart.Sleep(ctx, tl.Period(failures)-res.Duration) {
 			return ctx.Err()
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -268,7 +269,7 @@ func (m *Manager) startRecheck(r *static) {
 	r.stopLoop, r.loopDone = cancel, make(chan struct{})
 	go func() {
 		defer close(r.loopDone)
-		for sleepCtx(ctx, r.period) {
+		for restart.Sleep(ctx, r.period) {
 			err := r.verify()
 			if err == nil {
 				m.opts.Log.Debug().Str("resource", r.spec.Name).Msg("resource re-verified")

@@ -1,6 +1,7 @@
 package restart
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -83,5 +84,22 @@ func TestTimeLimitWait(t *testing.T) {
 	}
 	if got := tl.Wait(0, start, start.Add(5*time.Second)); got != 0 {
 		t.Errorf("run longer than the period: Wait = %v, want 0", got)
+	}
+}
+
+func TestSleep(t *testing.T) {
+	if !Sleep(context.Background(), 0) {
+		t.Error("Sleep(0) with a live context = false, want true")
+	}
+	if !Sleep(context.Background(), time.Millisecond) {
+		t.Error("Sleep(1ms) = false, want true")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if Sleep(ctx, time.Hour) {
+		t.Error("Sleep(1h) with a cancelled context = true, want false at once")
+	}
+	if Sleep(ctx, 0) {
+		t.Error("Sleep(0) with a cancelled context = true, want false")
 	}
 }

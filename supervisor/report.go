@@ -44,7 +44,7 @@ func (sv *Supervisor) startReporter() func() {
 			case <-heartbeat.C:
 			case <-sv.reportKick:
 				if gap := minReportGap - time.Since(last); gap > 0 {
-					if !sleepCtx(ctx, gap) {
+					if !restart.Sleep(ctx, gap) {
 						return
 					}
 				}
@@ -99,14 +99,3 @@ func postJSON(ctx context.Context, client *http.Client, url string, v any) error
 type httpStatusError struct{ code int }
 
 func (e *httpStatusError) Error() string { return "receiver answered " + http.StatusText(e.code) }
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
