@@ -24,12 +24,14 @@ import (
 // Config is what the supervisor hands a container: its defaulted spec and the
 // resolved environment and working directory of its processes.
 type Config struct {
-	Spec   *spec.Container
-	Env    []string
-	Dir    string
-	Stdout *Output
-	Stderr *Output
-	Log    zerolog.Logger
+	Spec *spec.Container
+	Env  []string
+	Dir  string
+	// LogFile is the absolute path of log.file ("" for none).
+	LogFile string
+	Stdout  *Output
+	Stderr  *Output
+	Log     zerolog.Logger
 	// Changed is called after every status change. It must not block.
 	Changed func()
 	// Rand returns a uniform float in [0, 1) for the restart jitter; nil uses math/rand.
@@ -75,12 +77,8 @@ type command struct {
 // New prepares a container; it opens its log file when the spec has one.
 func New(cfg Config) (*Container, error) {
 	c := &Container{cfg: cfg, cmds: make(chan command), done: make(chan struct{})}
-	if l := cfg.Spec.Log; l != nil && l.File != "" {
-		path := l.File
-		if !isAbs(path) {
-			path = cfg.Dir + "/" + path
-		}
-		f, err := OpenLog(path, deref(l.MaxSizeMb), deref(l.MaxFiles))
+	if l := cfg.Spec.Log; l != nil && cfg.LogFile != "" {
+		f, err := OpenLog(cfg.LogFile, deref(l.MaxSizeMb), deref(l.MaxFiles))
 		if err != nil {
 			return nil, err
 		}
@@ -695,8 +693,6 @@ func deref(p *int) int {
 	}
 	return *p
 }
-
-func isAbs(path string) bool { return len(path) > 0 && path[0] == '/' }
 
 var canceledCtx = func() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -143,7 +144,7 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 		if err != nil {
 			return 1, &ExitError{fmt.Errorf("read --api-token-file: %w", err)}
 		}
-		sv.token = trimSpace(string(b))
+		sv.token = strings.TrimSpace(string(b))
 	}
 	stopAPI, err := sv.serveAPI()
 	if err != nil {
@@ -281,10 +282,15 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 
 // newContainer builds a container of spec s.
 func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container) (*container.Container, error) {
+	logFile := ""
+	if cs.Log != nil && cs.Log.File != "" {
+		logFile = s.WorkDir(cs.Log.File) // relative to instance.dir, like working_dir
+	}
 	c, err := container.New(container.Config{
 		Spec:    cs,
 		Env:     s.ProcessEnv(cs.Env),
 		Dir:     s.WorkDir(cs.WorkingDir),
+		LogFile: logFile,
 		Stdout:  sv.stdout,
 		Stderr:  sv.stderr,
 		Log:     sv.log,
@@ -496,29 +502,12 @@ func (sv *Supervisor) Status() status.Document {
 	return doc
 }
 
+// joinLimited joins at most ten parts, then says how many more there were: the
+// ready message of a large instance stays readable.
 func joinLimited(parts []string, sep string) string {
 	const maxParts = 10
-	extra := 0
-	if len(parts) > maxParts {
-		extra = len(parts) - maxParts
-		parts = parts[:maxParts]
+	if len(parts) <= maxParts {
+		return strings.Join(parts, sep)
 	}
-	s := ""
-	for i, p := range parts {
-		if i > 0 {
-			s += sep
-		}
-		s += p
-	}
-	if extra > 0 {
-		s += fmt.Sprintf("%s(%d more)", sep, extra)
-	}
-	return s
-}
-
-func trimSpace(s string) string {
-	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r' || s[len(s)-1] == ' ') {
-		s = s[:len(s)-1]
-	}
-	return s
+	return strings.Join(parts[:maxParts], sep) + fmt.Sprintf("%s(%d more)", sep, len(parts)-maxParts)
 }

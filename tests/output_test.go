@@ -66,3 +66,23 @@ containers:
 		t.Errorf("exit code = %d", code)
 	}
 }
+
+// log.file (relative to instance.dir, whatever the working_dir) gets the same
+// prefixed lines as tend's stdout.
+func TestLogFile(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: talker
+    working_dir: sub
+    command: ["sh", "-c", "echo one; echo two >&2; touch {DIR}/done; exec sleep 600"]
+    log: {file: logs/talker.log}
+init_containers:
+  - name: mkdir
+    command: ["mkdir", "-p", "{DIR}/sub"]
+`)
+	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "done"))
+	waitFor(t, 5*time.Second, "both lines in the log file", func() (bool, string) {
+		b, _ := os.ReadFile(filepath.Join(tp.dir, "logs", "talker.log"))
+		return strings.Contains(string(b), "talker | one\n") && strings.Contains(string(b), "talker | two\n"), string(b)
+	})
+}
