@@ -70,13 +70,43 @@ func (sv *Supervisor) handle(req request) {
 	req.reply(fmt.Errorf("%w %q", errNoContainer, req.name))
 }
 
-// serveAPI starts an HTTP server on every --listen address. The returned function
-// stops them and removes the unix sockets.
-func (sv *Supervisor) serveAPI() (func(), error) {
+// apiServer is the API being brought up in the background.
+type apiServer struct {
+	failed chan error    // the listen error, if the listeners could not be opened
+	ready  chan struct{} // closed once listening succeeded or failed
+	stop   func()        // set before ready is closed, on success
+}
+
+// startAPI opens the listeners and serves them in the background.
+func (sv *Supervisor) startAPI() *apiServer {
+	a := &apiServer{failed: make(chan error, 1), ready: make(chan struct{})}
 	addrs := sv.opts.Listen
 	if len(addrs) == 0 {
 		addrs = []string{"unix:" + filepath.Join(sv.spec.Instance.Dir, "tend.sock")}
 	}
+	go func() {
+		defer close(a.ready)
+		stop, err := sv.serveAPI(addrs)
+		if err != nil {
+			a.failed <- err
+			return
+		}
+		a.stop = stop
+	}()
+	return a
+}
+
+// close stops the servers and removes the sockets, once they are up.
+func (a *apiServer) close() {
+	<-a.ready
+	if a.stop != nil {
+		a.stop()
+	}
+}
+
+// serveAPI starts an HTTP server on every --listen address. The returned function
+// stops them and removes the unix sockets.
+func (sv *Supervisor) serveAPI(addrs []string) (func(), error) {
 	var servers []*http.Server
 	var sockets []string
 	stop := func() {

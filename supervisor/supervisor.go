@@ -146,11 +146,11 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 		}
 		sv.token = strings.TrimSpace(string(b))
 	}
-	stopAPI, err := sv.serveAPI()
-	if err != nil {
-		return 1, &ExitError{err}
-	}
-	defer stopAPI()
+	// The API comes up beside preparing, not before it: the first container's exec
+	// does not wait for the listeners (about a millisecond). A listener that cannot
+	// be opened still ends tend with exit 1, stopping whatever had started.
+	api := sv.startAPI()
+	defer api.close()
 	if sv.opts.ReportURL != "" {
 		stopReport := sv.startReporter()
 		defer stopReport()
@@ -214,6 +214,11 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 			default:
 				req.reply(errPreparing)
 			}
+		case err := <-api.failed:
+			cancelPrep()
+			<-prepared
+			sv.setInstance(status.InstanceStopped, nil)
+			return 1, &ExitError{err}
 		case <-ctx.Done():
 			cancelPrep()
 			<-prepared
@@ -274,6 +279,9 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 				sv.log.Info().Int("exit_code", code).Msg("every container has finished")
 				return sv.shutdown(signals, code), nil
 			}
+		case err := <-api.failed:
+			sv.log.Error().Err(err).Msg("cannot serve the API; stopping")
+			return sv.shutdown(signals, 1), &ExitError{err}
 		case <-ctx.Done():
 			return sv.shutdown(signals, 0), nil
 		}

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,5 +116,26 @@ containers:
 	tp.signal(syscall.SIGTERM)
 	if code := tp.wait(10e9); code != 0 {
 		t.Errorf("exit code = %d, want 0", code)
+	}
+}
+
+// An address tend cannot listen on is a runtime failure: exit 1 naming the address,
+// whatever had started meanwhile is stopped.
+func TestCannotListenExits1(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tp := start(t, `
+containers:
+  - name: app
+    command: ["sleep", "600"]
+`, runOpts{pid1: true, args: []string{"--listen", ln.Addr().String()}})
+	if code := tp.wait(10e9); code != 1 {
+		t.Errorf("exit code = %d, want 1", code)
+	}
+	if !strings.Contains(tp.stderr.String(), "listen on "+ln.Addr().String()) {
+		t.Errorf("stderr does not name the address:\n%s", tail(tp.stderr.String(), 2000))
 	}
 }
