@@ -421,14 +421,15 @@ func (sv *Supervisor) jobFinished() (int, bool) {
 	code := 0
 	for _, c := range sv.containers {
 		st := c.Status()
-		switch {
-		case st.State == status.Completed:
-			if code == 0 && st.LastExit != nil && st.LastExit.Code != 0 {
-				code = st.LastExit.Code
-			}
-		case st.State == status.Stopped && st.TargetState == spec.TargetRemoved:
-		default:
+		// A completed container's last exit is its final one; so is that of one
+		// stopped through the API (a job stopped in backoff after exit 3 did not
+		// succeed). One that never ran has none.
+		done := st.State == status.Completed || st.State == status.Stopped && st.TargetState == spec.TargetRemoved
+		if !done {
 			return 0, false
+		}
+		if code == 0 && st.LastExit != nil && st.LastExit.Code != 0 {
+			code = st.LastExit.Code
 		}
 	}
 	return code, true

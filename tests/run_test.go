@@ -348,3 +348,23 @@ containers:
 		t.Errorf("the handler ran %v after SIGTERM, before its initial delay of 400ms", d)
 	}
 }
+
+// In job mode, a container stopped through the API while it waits to retry a failure
+// ends the job with that failure's code.
+func TestJobStoppedInBackoffKeepsItsExitCode(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: retrying
+    command: ["sh", "-c", "exit 3"]
+    restart_policy: {mode: on_failure, min_period_ms: 60000, max_period_ms: 60000, max_jitter_ms: 0}
+`)
+	tp.waitStatus(10*time.Second, "retrying in backoff", func(d status.Document) bool {
+		return containerStatus(d, "retrying").State == status.Backoff
+	})
+	if code := post(t, tp, "/v1/containers/retrying/stop"); code != 200 {
+		t.Fatalf("stop: %d", code)
+	}
+	if code := tp.wait(10 * time.Second); code != 3 {
+		t.Errorf("job exit code = %d, want 3 (the stopped container's final exit)", code)
+	}
+}
