@@ -100,6 +100,7 @@ func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 		return zerolog.Logger{}, fmt.Errorf("--log-format: unknown format %q (auto, console, json)", format)
 	}
 	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
+	zerolog.DurationFieldInteger = true // durations as whole milliseconds
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }
 
