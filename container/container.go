@@ -424,7 +424,7 @@ func (l *loop) onExit() {
 	if l.stop != nil {
 		// Stopping: record the exit; the stop sequence sees it too and finishes.
 		l.recordExit(e, "")
-		l.log.Info().Str("exit", l.st.LastExit.Reason).Int("code", l.st.LastExit.Code).Dur("ran", ran).Msg("exited while stopping")
+		l.log.Info().Str("exit", l.st.LastExit.Reason).Int("code", l.st.LastExit.Code).Dur("ran_ms", ran).Msg("exited while stopping")
 		now := time.Now()
 		l.st.Alive.Set(false, "Stopped", "", now)
 		l.st.Ready.Set(false, "Stopping", "", now)
@@ -453,7 +453,7 @@ func (l *loop) afterExit(e proc.Exit, ran time.Duration) {
 	if !e.Success() {
 		ev = l.log.Warn()
 	}
-	ev.Str("exit", l.st.LastExit.Reason).Int("code", l.st.LastExit.Code).Dur("ran", ran).Msg("exited")
+	ev.Str("exit", l.st.LastExit.Reason).Int("code", l.st.LastExit.Code).Dur("ran_ms", ran).Msg("exited")
 	if !restartIt {
 		l.setState(status.Completed, "")
 		return
@@ -466,7 +466,7 @@ func (l *loop) afterExit(e proc.Exit, ran time.Duration) {
 	l.setTimer(delay)
 	if delay > 0 {
 		l.st.NextStartAt = status.Ptr(now.Add(delay))
-		l.log.Info().Dur("delay", delay).Int("fails", l.fails).Msg("backoff before restart")
+		l.log.Info().Dur("delay_ms", delay).Int("fails", l.fails).Msg("backoff before restart")
 	}
 	l.setState(status.Backoff, "")
 }

@@ -115,7 +115,7 @@ func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *
 			return "", err
 		}
 		delay := f.opts.Retry.Delay(round, rand.Float64)
-		f.opts.Log.Warn().Str("resource", src.Name).Err(err).Dur("retry_in", delay).Msg("fetching resource failed")
+		f.opts.Log.Warn().Str("resource", src.Name).Err(err).Dur("retry_in_ms", delay).Msg("fetching resource failed")
 		if !restart.Sleep(ctx, delay) {
 			return "", fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
 		}
@@ -297,7 +297,7 @@ func (w *progressWriter) Write(b []byte) (int, error) {
 func (w *progressWriter) finished(n int64) {
 	took := time.Since(w.start)
 	if took >= w.log.opts.ProgressAfter {
-		w.log.opts.Log.Info().Str("resource", w.name).Int64("bytes", n).Dur("took", took).Str("rate", rate(n, took)).Msg("downloaded")
+		w.log.opts.Log.Info().Str("resource", w.name).Int64("bytes", n).Dur("took_ms", took).Str("rate", rate(n, took)).Msg("downloaded")
 	}
 }
 

@@ -108,7 +108,7 @@ func (m *Manager) prepareDynamic(ctx context.Context, r *dynamic) error {
 		r.set(StateFailed, err.Error())
 		m.opts.Changed()
 		delay := m.opts.Retry.Delay(attempt, rand.Float64)
-		m.opts.Log.Warn().Str("dynamic_resource", d.Name).Err(err).Dur("retry_in", delay).Msg("preparing dynamic resource failed")
+		m.opts.Log.Warn().Str("dynamic_resource", d.Name).Err(err).Dur("retry_in_ms", delay).Msg("preparing dynamic resource failed")
 		if !restart.Sleep(ctx, delay) {
 			return fmt.Errorf("dynamic resource %q: %w (last attempt: %v)", d.Name, ctx.Err(), err)
 		}

@@ -55,7 +55,7 @@ func (sv *Supervisor) startReporter() func() {
 			if err := postJSON(ctx, client, sv.opts.ReportURL, doc); err != nil {
 				fails++
 				delay := reportBackoff.Delay(fails, rand.Float64)
-				sv.log.Warn().Err(err).Dur("retry_in", delay).Msg("status report failed")
+				sv.log.Warn().Err(err).Dur("retry_in_ms", delay).Msg("status report failed")
 				heartbeat.Reset(delay)
 				continue
 			}
