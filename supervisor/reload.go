@@ -26,11 +26,7 @@ func (sv *Supervisor) reload(req request) {
 	}
 	next, err := sv.opts.Load()
 	if err != nil {
-		sv.log.Error().Err(err).Msg("reload: the new spec is invalid; nothing changed")
-		sv.mu.Lock()
-		sv.reloadErr = err.Error()
-		sv.mu.Unlock()
-		sv.notify()
+		sv.reloadFailed(err, "reload: the new spec is invalid; nothing changed")
 		reply(err)
 		return
 	}
@@ -47,11 +43,7 @@ func (sv *Supervisor) reload(req request) {
 // applyReload applies a loaded spec whose resources are in place.
 func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 	if resErr != nil {
-		sv.log.Error().Err(resErr).Msg("reload: fetching resources failed; containers unchanged")
-		sv.mu.Lock()
-		sv.reloadErr = resErr.Error()
-		sv.mu.Unlock()
-		sv.notify()
+		sv.reloadFailed(resErr, "reload: fetching resources failed; containers unchanged")
 		sv.finishReload()
 		return
 	}
@@ -83,11 +75,7 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 		}
 		nc, err := sv.newContainer(next, cs)
 		if err != nil {
-			sv.log.Error().Err(err).Msg("reload failed; containers unchanged")
-			sv.mu.Lock()
-			sv.reloadErr = err.Error()
-			sv.mu.Unlock()
-			sv.notify()
+			sv.reloadFailed(err, "reload failed; containers unchanged")
 			sv.finishReload()
 			return
 		}
@@ -164,6 +152,16 @@ func (sv *Supervisor) swap(list []*container.Container) {
 	sv.notify()
 	sv.log.Info().Msg("reload applied")
 	sv.finishReload()
+}
+
+// reloadFailed logs why a reload changed nothing and shows it as reload_error until
+// the next good reload.
+func (sv *Supervisor) reloadFailed(err error, msg string) {
+	sv.log.Error().Err(err).Msg(msg)
+	sv.mu.Lock()
+	sv.reloadErr = err.Error()
+	sv.mu.Unlock()
+	sv.notify()
 }
 
 // finishReload ends a reload and handles the queued requests in order until one of
