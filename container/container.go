@@ -89,6 +89,13 @@ func New(cfg Config) (*Container, error) {
 	return c, nil
 }
 
+// Discard releases what New opened, for a container that will never Run.
+func (c *Container) Discard() {
+	if c.logFile != nil {
+		c.logFile.Close()
+	}
+}
+
 // Name is the container's name.
 func (c *Container) Name() string { return c.cfg.Spec.Name }
 

@@ -75,6 +75,11 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 		}
 		nc, err := sv.newContainer(next, cs)
 		if err != nil {
+			for _, c := range final {
+				if !slices.Contains(keep, c) {
+					c.Discard() // built, never to run: close its log file
+				}
+			}
 			sv.reloadFailed(err, "reload failed; containers unchanged")
 			sv.finishReload()
 			return
