@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -113,10 +112,7 @@ containers:
     command: ["sleep", "600"]
 `)
 	waitFile(t, 10e9, filepath.Join(tp.dir, "init-up"))
-	tp.signal(syscall.SIGTERM)
-	if code := tp.wait(10e9); code != 0 {
-		t.Errorf("exit code = %d, want 0", code)
-	}
+	termAndWait(t, tp, 10e9)
 }
 
 // An address tend cannot listen on is a runtime failure: exit 1 naming the address,

@@ -302,3 +302,15 @@ func lines(t *testing.T, path string) []string {
 func jsonDecode(r interface{ Read([]byte) (int, error) }, v any) error {
 	return json.NewDecoder(r).Decode(v)
 }
+
+// termAndWait sends SIGTERM to tend and waits for it to exit with 0. It returns when the
+// signal was sent and when tend had exited.
+func termAndWait(t *testing.T, tp *tend, timeout time.Duration) (sent, exited time.Time) {
+	t.Helper()
+	sent = time.Now()
+	tp.signal(syscall.SIGTERM)
+	if code := tp.wait(timeout); code != 0 {
+		t.Errorf("tend exit code after SIGTERM = %d, want 0", code)
+	}
+	return sent, time.Now()
+}

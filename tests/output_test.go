@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,10 +60,7 @@ containers:
 	if n := len(lines(t, filepath.Join(tp.dir, "calm"))); n < 3 {
 		t.Errorf("the calm container wrote %d lines during the flood", n)
 	}
-	tp.signal(syscall.SIGTERM)
-	if code := tp.wait(20 * time.Second); code != 0 {
-		t.Errorf("exit code = %d", code)
-	}
+	termAndWait(t, tp, 20*time.Second)
 }
 
 // log.file (relative to instance.dir, whatever the working_dir) gets the same

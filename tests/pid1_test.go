@@ -89,10 +89,7 @@ containers:
 	if keeper := containerStatus(doc, "keeper"); keeper.State != status.Running || keeper.Restarts != 0 {
 		t.Errorf("keeper = %+v, want running untouched", keeper)
 	}
-	tp.signal(syscall.SIGTERM)
-	if code := tp.wait(10 * time.Second); code != 0 {
-		t.Errorf("exit code = %d, want 0", code)
-	}
+	termAndWait(t, tp, 10*time.Second)
 }
 
 // Without a PID namespace tend is a child subreaper: orphans of its containers are
@@ -113,8 +110,5 @@ containers:
 		zs := zombieChildren(tendPid)
 		return len(zs) == 0, fmt.Sprint(zs)
 	})
-	tp.signal(syscall.SIGTERM)
-	if code := tp.wait(10 * time.Second); code != 0 {
-		t.Errorf("exit code = %d, want 0", code)
-	}
+	termAndWait(t, tp, 10*time.Second)
 }

@@ -95,10 +95,7 @@ containers:
 	if srv.count("/nope") != 1 || srv.count("/model.bin") != 1 {
 		t.Errorf("requests: nope=%d model=%d", srv.count("/nope"), srv.count("/model.bin"))
 	}
-	tp.signal(syscall.SIGTERM)
-	if code := tp.wait(10 * time.Second); code != 0 {
-		t.Errorf("exit code = %d", code)
-	}
+	termAndWait(t, tp, 10*time.Second)
 }
 
 // A wrong checksum keeps installed False with the reason, starts nothing, puts no

@@ -40,10 +40,7 @@ containers:
 	if doc.Installed.Status != "True" || doc.InitContainers[0].Attempts != 3 || doc.InitContainers[0].State != "succeeded" {
 		t.Errorf("status after preparing: installed=%v init=%+v", doc.Installed, doc.InitContainers)
 	}
-	tp.signal(syscall.SIGTERM)
-	if code := tp.wait(10 * time.Second); code != 0 {
-		t.Errorf("exit code after SIGTERM = %d, want 0", code)
-	}
+	termAndWait(t, tp, 10*time.Second)
 }
 
 // Restarts back off exponentially while runs are short (jitter 0 here).
@@ -116,10 +113,7 @@ containers:
 	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "stubborn.up"))
 	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "polite.up"))
 	begin := time.Now()
-	tp.signal(syscall.SIGTERM)
-	if code := tp.wait(10 * time.Second); code != 0 {
-		t.Errorf("exit code = %d, want 0", code)
-	}
+	termAndWait(t, tp, 10*time.Second)
 	took := time.Since(begin)
 	if took < 450*time.Millisecond || took > 5*time.Second {
 		t.Errorf("shutdown took %v, want about term_timeout_ms (500ms)", took)
@@ -317,10 +311,7 @@ containers:
 	tp.waitStatus(10*time.Second, "many failed starts", func(d status.Document) bool {
 		return containerStatus(d, "missing").Restarts > 1000
 	})
-	tp.signal(syscall.SIGTERM)
-	if code := tp.wait(10 * time.Second); code != 0 {
-		t.Errorf("exit code = %d, want 0", code)
-	}
+	termAndWait(t, tp, 10*time.Second)
 }
 
 // A stop handler's time_limit.initial_delay_ms comes before its first try.
@@ -336,10 +327,7 @@ containers:
 `)
 	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "up"))
 	begin := time.Now()
-	tp.signal(syscall.SIGTERM)
-	if code := tp.wait(10 * time.Second); code != 0 {
-		t.Errorf("exit code = %d", code)
-	}
+	termAndWait(t, tp, 10*time.Second)
 	ns, err := strconv.ParseInt(strings.TrimSpace(waitFile(t, time.Second, filepath.Join(tp.dir, "handler"))), 10, 64)
 	if err != nil {
 		t.Fatal(err)

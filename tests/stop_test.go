@@ -175,18 +175,6 @@ func waitEvent(t *testing.T, tp *tend, name, what string, n int) {
 	})
 }
 
-// termAndWait sends SIGTERM to tend and waits for it to exit with 0. It returns when the
-// signal was sent and when tend had exited.
-func termAndWait(t *testing.T, tp *tend, timeout time.Duration) (sent, exited time.Time) {
-	t.Helper()
-	sent = time.Now()
-	tp.signal(syscall.SIGTERM)
-	if code := tp.wait(timeout); code != 0 {
-		t.Errorf("tend exit code after SIGTERM = %d, want 0", code)
-	}
-	return sent, time.Now()
-}
-
 // loggedStep is a step of a stop sequence as tend logged it.
 type loggedStep struct {
 	step string
@@ -603,10 +591,7 @@ containers:
 		return containerStatus(d, "waiter").StopStep == "barrier"
 	})
 	begin := time.Now()
-	tp.signal(syscall.SIGTERM)
-	if code := tp.wait(10 * time.Second); code != 0 {
-		t.Errorf("exit code = %d, want 0", code)
-	}
+	termAndWait(t, tp, 10*time.Second)
 	if took := time.Since(begin); took > 2*time.Second {
 		t.Errorf("tend took %v to exit after the second SIGTERM, want at once", took)
 	}
