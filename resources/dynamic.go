@@ -235,7 +235,7 @@ func (m *Manager) stageDynamic(ctx context.Context, r *dynamic, d spec.DynamicRe
 		}
 	}
 	src := Source{Name: d.Name, URLs: d.URLs, Checksum: r.sum}
-	staged, err := m.fetch.fetch(ctx, src, r.storage, "."+path+".tend-part-*", &r.progress, rounds, finish, func(err error) {
+	staged, err := m.fetch.fetch(ctx, src, r.storage, "."+path+".tend-part-*", &r.progress, rounds, finish, nil, func(err error) {
 		r.set(StateFailed, err.Error())
 		m.opts.Changed()
 	})

@@ -96,7 +96,9 @@ func newFetcher(opts Options) *fetcher {
 // round with its error. It returns the path of a verified, fsynced temporary file in
 // dir named after prefix, or what finish (when not nil) made of it: a failure of
 // finish fails the attempt like a bad download. The caller renames or removes it.
-func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *Progress, rounds int, finish func(string) (string, error), failed func(error)) (string, error) {
+// wrap, when not nil, runs every round in place of the download, which it is given
+// as a function: it may make the file another way first (a local copy).
+func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *Progress, rounds int, finish func(string) (string, error), wrap func(download func() (string, error)) (string, error), failed func(error)) (string, error) {
 	urls, skipped := fetchable(src.URLs)
 	if len(skipped) > 0 {
 		f.opts.Log.Info().Str("resource", src.Name).Strs("urls", skipped).Msg("skipping URLs tend cannot fetch (rbtorrent:, sbr:)")
@@ -104,8 +106,12 @@ func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *
 	if len(urls) == 0 {
 		return "", errors.New("no http, https or file URL")
 	}
+	download := func() (string, error) { return f.round(ctx, src, urls, dir, prefix, p, finish) }
+	if wrap == nil {
+		wrap = func(download func() (string, error)) (string, error) { return download() }
+	}
 	for round := 1; ; round++ {
-		path, err := f.round(ctx, src, urls, dir, prefix, p, finish)
+		path, err := wrap(download)
 		if err == nil {
 			return path, nil
 		}

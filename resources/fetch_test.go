@@ -26,7 +26,7 @@ func fetchInto(t *testing.T, opts Options, urls []string, checksum string, round
 	}
 	var failures []error
 	var p Progress
-	path, err := newFetcher(opts).fetch(context.Background(), Source{Name: "r", URLs: urls, Checksum: sum}, dir, ".r.tend-part-*", &p, rounds, nil,
+	path, err := newFetcher(opts).fetch(context.Background(), Source{Name: "r", URLs: urls, Checksum: sum}, dir, ".r.tend-part-*", &p, rounds, nil, nil,
 		func(err error) { failures = append(failures, err) })
 	if err != nil {
 		if left := leftovers(t, dir); len(left) > 0 {

@@ -25,9 +25,10 @@ type Manager struct {
 	fetch *fetcher
 	bg    context.Context // lifetime of background re-verification
 
-	mu      sync.Mutex // guards the lists; every entry guards its own status
+	mu      sync.Mutex // guards the lists and sums; every entry guards its own status
 	static  []*static
 	dynamic []*dynamic
+	sums    map[Checksum]chan struct{} // lockSum's locks, one per checksum ever fetched
 }
 
 // New returns a manager whose background work lives until bg ends.

@@ -57,6 +57,7 @@ type static struct {
 	state      string
 	checksumOK bool
 	reason     string
+	staged     string // a verified file fetched for it that commit has not yet put in place
 
 	tree string // digest of an extracted directory; owned by whoever installs or verifies
 
@@ -98,9 +99,12 @@ func sameStatic(a, b spec.Resource) bool {
 	return a.Name == b.Name && slices.Equal(a.URLs, b.URLs) && a.Checksum == b.Checksum && a.Extract == b.Extract
 }
 
+// set changes the state. It also ends staging: the staged file is in place or gone
+// by then, and a resource with the same checksum looking for a copy must see the
+// state and the staged file change together.
 func (r *static) set(state string, ok bool, reason string) {
 	r.mu.Lock()
-	r.state, r.checksumOK, r.reason = state, ok, reason
+	r.state, r.checksumOK, r.reason, r.staged = state, ok, reason, ""
 	r.mu.Unlock()
 }
 
@@ -161,12 +165,20 @@ func (r *static) adopt() bool {
 
 // stage fetches the resource (unless adopt allows keeping what is in place) and
 // returns a verified file or extracted directory beside the target, or "" when the
-// target is already right. rounds bounds the rounds over all URLs (0: until ctx ends).
+// target is already right. A file another resource with the same checksum has is
+// copied instead of downloaded (copyLocal). rounds bounds the rounds over all URLs
+// (0: until ctx ends).
 func (m *Manager) stageStatic(ctx context.Context, r *static, rounds int, mayAdopt bool) (string, error) {
 	removeStale(r.dir, r.spec.Name)
-	if mayAdopt && r.adopt() {
-		m.opts.Log.Info().Str("resource", r.spec.Name).Msg("resource already in place")
-		return "", nil
+	if mayAdopt {
+		adopted, err := m.adoptStatic(ctx, r)
+		if err != nil {
+			return "", err
+		}
+		if adopted {
+			m.opts.Log.Info().Str("resource", r.spec.Name).Msg("resource already in place")
+			return "", nil
+		}
 	}
 	r.mu.Lock()
 	r.state = StateFetching
@@ -185,7 +197,13 @@ func (m *Manager) stageStatic(ctx context.Context, r *static, rounds int, mayAdo
 			return dir, err
 		}
 	}
-	return m.fetch.fetch(ctx, src, r.dir, prefix, &r.progress, rounds, finish, func(err error) {
+	var wrap func(func() (string, error)) (string, error)
+	if r.shareable() {
+		wrap = func(download func() (string, error)) (string, error) {
+			return m.copyOrDownload(ctx, r, prefix, download)
+		}
+	}
+	return m.fetch.fetch(ctx, src, r.dir, prefix, &r.progress, rounds, finish, wrap, func(err error) {
 		r.set(StateFailed, false, err.Error())
 		m.opts.Changed()
 	})

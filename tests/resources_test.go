@@ -292,3 +292,35 @@ func TestResourceDynamicStateSurvivesRestart(t *testing.T) {
 		t.Errorf("geo = %q with %d requests for v1, want v1 reused", b, srv.count("/v1"))
 	}
 }
+
+// Resources with the same checksum are identical (seed 000): the second is copied
+// from the first, not downloaded.
+func TestResourceSameChecksumDownloadsOnce(t *testing.T) {
+	srv := newFileServer(t, map[string]string{"/a": "the model\n", "/b": "the model\n"})
+	tp := start(t, `
+resources:
+  - {name: a.bin, urls: ["`+srv.URL+`/a"], checksum: "`+md5of("the model\n")+`"}
+  - {name: b.bin, urls: ["`+srv.URL+`/b"], checksum: "`+md5of("the model\n")+`"}
+containers:
+  - name: app
+    command: ["sleep", "60"]
+`)
+	doc := tp.waitStatus(15*time.Second, "app running", func(d status.Document) bool {
+		return containerStatus(d, "app").State == status.Running
+	})
+	if n := srv.count("/a") + srv.count("/b"); n != 1 {
+		t.Errorf("requests = %d, want 1", n)
+	}
+	for _, name := range []string{"a.bin", "b.bin"} {
+		if b, _ := os.ReadFile(filepath.Join(tp.dir, name)); string(b) != "the model\n" {
+			t.Errorf("%s = %q", name, b)
+		}
+		if r := resourceStatus(doc, name); r.State != "ready" || !r.ChecksumOK {
+			t.Errorf("%s status = %+v", name, r)
+		}
+	}
+	if !strings.Contains(tp.stderr.String(), "with the same checksum") {
+		t.Errorf("no copy in the log:\n%s", tail(tp.stderr.String(), 2000))
+	}
+	termAndWait(t, tp, 10*time.Second)
+}
