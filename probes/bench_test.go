@@ -64,3 +64,19 @@ func BenchmarkTCPCheck(b *testing.B) {
 		}
 	}
 }
+
+// A probe's check on the connection it keeps (the common case at a 1 s period).
+func BenchmarkHTTPKeptCheck(b *testing.B) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer server.Close()
+	_, port, _ := net.SplitHostPort(server.Listener.Addr().String())
+	h := spec.Handler{HTTPGet: &spec.HTTPGet{Host: "127.0.0.1", Port: port, Path: "/"}}
+	var kept session
+	defer kept.close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := check(context.Background(), h, Target{}, time.Second, &kept); !r.OK {
+			b.Fatal(r.Detail)
+		}
+	}
+}

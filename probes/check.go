@@ -44,13 +44,19 @@ var dialer net.Dialer
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 
 // Check runs handler h once, bounded by timeout (0: none): http_get, tcp_socket or
-// exec. unix_signal is not a check and is handled by the container.
+// exec. unix_signal is not a check and is handled by the container. An HTTP check
+// made through Check uses a connection of its own and closes it.
 func Check(ctx context.Context, h spec.Handler, t Target, timeout time.Duration) Result {
+	return check(ctx, h, t, timeout, nil)
+}
+
+// check is Check with the connection a probe keeps between checks (nil: none).
+func check(ctx context.Context, h spec.Handler, t Target, timeout time.Duration, keep *session) Result {
 	start := time.Now()
 	var detail string
 	switch {
 	case h.HTTPGet != nil:
-		detail = checkHTTP(ctx, *h.HTTPGet, timeout)
+		detail = checkHTTP(ctx, *h.HTTPGet, timeout, keep)
 	case h.TCPSocket != nil:
 		detail = checkTCP(ctx, *h.TCPSocket, timeout)
 	case h.Exec != nil:
@@ -69,13 +75,52 @@ func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, c
 	return context.WithTimeout(ctx, timeout)
 }
 
-// checkHTTP returns "" on success, else why it failed. It speaks HTTP/1.1 over one
-// connection of its own and closes it (no keep-alive, as kubelet's prober: a server
-// whose accept loop is stuck fails instead of being answered over an old connection).
-// Redirects are answers in 200–399, never followed: a probe checks this server. The
-// request is written by hand and the answer parsed by net/http's ReadResponse, which
-// costs a fraction of a Client round trip (no transport goroutines, no pool).
-func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration) string {
+// maxConnAge bounds how long a probe keeps using one connection. A server whose
+// accept loop hangs while its open connections are still served fails its probe
+// within this time (plus the thresholds), as it would with a new connection per
+// check, while reconnecting costs a tenth of a probe's CPU at a 1 s period. A
+// variable for tests.
+var maxConnAge = 10 * time.Second
+
+// keepIdle is the longest wait for the next check over which a probe keeps its
+// connection: under the 5 s idle timeout of Node.js and Apache, so a connection is
+// not held only to find it closed by the server. A variable for tests.
+var keepIdle = 4 * time.Second
+
+// session is the HTTP connection a probe keeps between its checks; it is owned by
+// the probe's goroutine.
+type session struct {
+	conn   net.Conn
+	addr   string
+	opened time.Time
+}
+
+// close closes the kept connection, if any.
+func (s *session) close() {
+	if s != nil && s.conn != nil {
+		_ = s.conn.Close()
+		s.conn = nil
+	}
+}
+
+// outcome says what an HTTP exchange leaves of its connection.
+type outcome int
+
+const (
+	closeConn outcome = iota // used up or in doubt: close it
+	reuseConn                // the answer was read whole: keep it for the next check
+	staleConn                // a kept connection the server had closed: try a new one
+)
+
+// checkHTTP returns "" on success, else why it failed. It speaks HTTP/1.1 by hand
+// (no net/http Client: no transport goroutines, no pool) and parses the answer with
+// net/http's ReadResponse. Redirects are answers in 200–399, never followed: a probe
+// checks this server. With keep (a probe's checks) the connection is kept for the
+// next check, like pebble's and process-compose's probes and unlike kubelet's: a
+// third of the CPU of a new connection per check. A kept connection the server has
+// closed meanwhile is replaced at once, so it never fails a check; one is never
+// kept longer than maxConnAge.
+func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep *session) string {
 	hostPort, err := address(h.Host, defaultHTTPHost, h.Port)
 	if err != nil {
 		return err.Error()
@@ -88,65 +133,144 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration) strin
 	if err != nil {
 		return fmt.Sprintf("bad url: %v", err)
 	}
-	checkCtx, cancel := withTimeout(ctx, timeout)
-	defer cancel()
-	conn, err := dialer.DialContext(checkCtx, "tcp", hostPort)
-	if err != nil {
-		return failure(ctx, checkCtx, timeout, hostPort, err)
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
 	}
-	defer conn.Close()
-	// The timeout or a cancellation (the probe stops) interrupts a read or write in
-	// progress. Only through the context, not a deadline of the connection's own, so
-	// that by the time I/O fails the context already tells which of the two it was.
-	stop := context.AfterFunc(checkCtx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	request := "GET " + target.RequestURI() + " HTTP/1.1\r\nHost: " + hostPort + "\r\nUser-Agent: tend-probe\r\nAccept: */*\r\n"
+	if keep == nil {
+		request += "Connection: close\r\n"
+	}
+	request += "\r\n"
+	x := exchange{ctx: ctx, h: h, request: request, deadline: deadline, timeout: timeout, hostPort: hostPort, keep: keep != nil}
 
-	request := "GET " + target.RequestURI() + " HTTP/1.1\r\nHost: " + hostPort +
-		"\r\nUser-Agent: tend-probe\r\nAccept: */*\r\nConnection: close\r\n\r\n"
-	if _, err := io.WriteString(conn, request); err != nil {
-		return failure(ctx, checkCtx, timeout, hostPort, err)
+	if keep != nil && keep.conn != nil {
+		if keep.addr == hostPort && time.Since(keep.opened) < maxConnAge {
+			detail, out := x.run(keep.conn, true)
+			switch out {
+			case reuseConn:
+				return detail
+			case closeConn:
+				keep.close()
+				return detail
+			}
+		}
+		keep.close()
+	}
+
+	dialCtx, cancel := context.WithDeadline(ctx, deadline)
+	if deadline.IsZero() {
+		dialCtx, cancel = context.WithCancel(ctx)
+	}
+	defer cancel()
+	conn, err := dialer.DialContext(dialCtx, "tcp", hostPort)
+	if err != nil {
+		return failure(ctx, dialCtx, timeout, hostPort, err)
+	}
+	detail, out := x.run(conn, false)
+	if keep != nil && out == reuseConn {
+		keep.conn, keep.addr, keep.opened = conn, hostPort, time.Now()
+	} else {
+		_ = conn.Close()
+	}
+	return detail
+}
+
+// exchange is one HTTP check's request and what judges its answer.
+type exchange struct {
+	ctx      context.Context
+	h        spec.HTTPGet
+	request  string
+	deadline time.Time
+	timeout  time.Duration
+	hostPort string
+	keep     bool // the connection may be kept: the answer must be read whole
+}
+
+// run sends the request over conn and judges the answer. reused says conn was kept
+// from an earlier check: if it turns out closed by the server before any answer,
+// run reports staleConn instead of a failure.
+func (x *exchange) run(conn net.Conn, reused bool) (string, outcome) {
+	// The check's limit is the connection's deadline; the probe's cancellation
+	// interrupts I/O in progress through the same deadline, and failure tells the two
+	// apart by the context.
+	_ = conn.SetDeadline(x.deadline)
+	stop := context.AfterFunc(x.ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	fail := func(err error) (string, outcome) {
+		if reused && x.ctx.Err() == nil && closedByServer(err) {
+			return "", staleConn
+		}
+		return failure(x.ctx, x.ctx, x.timeout, x.hostPort, err), closeConn
+	}
+	if _, err := io.WriteString(conn, x.request); err != nil {
+		return fail(err)
 	}
 	br := readers.Get().(*bufio.Reader)
-	br.Reset(io.LimitReader(conn, maxAnswer))
+	limited := io.LimitedReader{R: conn, N: maxAnswer}
+	br.Reset(&limited)
 	defer func() { br.Reset(nil); readers.Put(br) }()
-	if h.Any || h.ExpectedAnswer == "" {
-		// Only the status matters: read the status line and close the connection
-		// unread, without parsing headers (the common probe, at a fraction of the cost).
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				return "malformed HTTP answer: status line too long"
-			}
-			return failure(ctx, checkCtx, timeout, hostPort, err)
+	if reused {
+		// Wait for the first byte: EOF here is a connection the server closed while
+		// it was idle, not an answer.
+		if _, err := br.Peek(1); err != nil {
+			return fail(err)
 		}
-		code, ok := statusCode(line)
-		if !ok {
-			return fmt.Sprintf("malformed HTTP answer: %s", quoteShort(bytes.TrimRight(line, "\r\n")))
-		}
-		if code < 200 || code > 399 {
-			return fmt.Sprintf("HTTP %d", code)
-		}
-		return ""
+	}
+	if !x.keep && (x.h.Any || x.h.ExpectedAnswer == "") {
+		return x.statusOnly(br)
 	}
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return failure(ctx, checkCtx, timeout, hostPort, err)
+		return failure(x.ctx, x.ctx, x.timeout, x.hostPort, err), closeConn
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 399 {
-		return fmt.Sprintf("HTTP %d", resp.StatusCode)
-	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
 	if err != nil {
-		return failure(ctx, checkCtx, timeout, hostPort, err)
+		return failure(x.ctx, x.ctx, x.timeout, x.hostPort, err), closeConn
 	}
-	if len(body) > MaxBody {
-		return fmt.Sprintf("HTTP %d, body longer than %d bytes does not match expected answer", resp.StatusCode, MaxBody)
+	out := reuseConn
+	if resp.Close || len(body) > MaxBody || br.Buffered() > 0 {
+		out = closeConn
 	}
-	if string(body) != h.ExpectedAnswer {
-		return fmt.Sprintf("HTTP %d, body %s does not match expected answer", resp.StatusCode, quoteShort(body))
+	switch {
+	case resp.StatusCode < 200 || resp.StatusCode > 399:
+		return fmt.Sprintf("HTTP %d", resp.StatusCode), out
+	case x.h.Any || x.h.ExpectedAnswer == "":
+		return "", out
+	case len(body) > MaxBody:
+		return fmt.Sprintf("HTTP %d, body longer than %d bytes does not match expected answer", resp.StatusCode, MaxBody), out
+	case string(body) != x.h.ExpectedAnswer:
+		return fmt.Sprintf("HTTP %d, body %s does not match expected answer", resp.StatusCode, quoteShort(body)), out
 	}
-	return ""
+	return "", out
+}
+
+// statusOnly judges an answer by its status line alone, for a connection that is
+// closed afterwards: no header parsing, a fraction of the cost.
+func (x *exchange) statusOnly(br *bufio.Reader) (string, outcome) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return "malformed HTTP answer: status line too long", closeConn
+		}
+		return failure(x.ctx, x.ctx, x.timeout, x.hostPort, err), closeConn
+	}
+	code, ok := statusCode(line)
+	if !ok {
+		return fmt.Sprintf("malformed HTTP answer: %s", quoteShort(bytes.TrimRight(line, "\r\n"))), closeConn
+	}
+	if code < 200 || code > 399 {
+		return fmt.Sprintf("HTTP %d", code), closeConn
+	}
+	return "", closeConn
+}
+
+// closedByServer reports whether err is what a connection closed by the other end
+// gives: EOF, a reset, or a broken pipe.
+func closedByServer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // statusCode parses "HTTP/1.x NNN reason" (the reason may be missing).

@@ -74,18 +74,28 @@ func TestHTTPCheck(t *testing.T) {
 		{name: "path without slash", path: "ok", expected: "ok", ok: true},
 		{name: "unknown path", path: "/nope", detail: "HTTP 404"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := httpGet(t, server, tt.path)
-			h.ExpectedAnswer, h.Any = tt.expected, tt.any
-			got := Check(context.Background(), spec.Handler{HTTPGet: h}, Target{}, time.Second)
-			if got.OK != tt.ok || got.Detail != tt.detail {
-				t.Errorf("Check = {OK: %v, Detail: %q}, want {OK: %v, Detail: %q}", got.OK, got.Detail, tt.ok, tt.detail)
-			}
-			if got.Duration <= 0 {
-				t.Errorf("Duration = %v, want > 0", got.Duration)
-			}
-		})
+	// Each case runs on a connection of its own (Check), and on the connection a
+	// probe keeps, carried from case to case: answers of every kind must leave it
+	// either reusable or closed, never misread by the next check.
+	var kept session
+	defer kept.close()
+	for _, mode := range []struct {
+		name string
+		keep *session
+	}{{"new connection", nil}, {"kept connection", &kept}} {
+		for _, tt := range tests {
+			t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
+				h := httpGet(t, server, tt.path)
+				h.ExpectedAnswer, h.Any = tt.expected, tt.any
+				got := check(context.Background(), spec.Handler{HTTPGet: h}, Target{}, time.Second, mode.keep)
+				if got.OK != tt.ok || got.Detail != tt.detail {
+					t.Errorf("check = {OK: %v, Detail: %q}, want {OK: %v, Detail: %q}", got.OK, got.Detail, tt.ok, tt.detail)
+				}
+				if got.Duration <= 0 {
+					t.Errorf("Duration = %v, want > 0", got.Duration)
+				}
+			})
+		}
 	}
 	if n := redirectTargetHits.Load(); n != 0 {
 		t.Errorf("the redirect target was requested %d times: redirects must not be followed", n)

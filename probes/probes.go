@@ -108,6 +108,7 @@ type schedule struct {
 
 	successes, failures int
 	healthy             bool
+	conn                session // the HTTP connection kept between checks
 }
 
 // loop waits for the initial delay, then checks once per period, measured from the
@@ -115,6 +116,7 @@ type schedule struct {
 func (s *schedule) loop(ctx context.Context, out chan<- Event) {
 	timer := time.NewTimer(s.limit.InitialDelay)
 	defer timer.Stop()
+	defer s.conn.close()
 	for {
 		select {
 		case <-ctx.Done():
@@ -122,7 +124,7 @@ func (s *schedule) loop(ctx context.Context, out chan<- Event) {
 		case <-timer.C:
 		}
 		started := time.Now()
-		result := Check(ctx, s.handler, s.target, s.limit.MaxExecution)
+		result := check(ctx, s.handler, s.target, s.limit.MaxExecution, &s.conn)
 		if ctx.Err() != nil {
 			return // cancelled mid-check: the result says nothing about the target
 		}
@@ -135,7 +137,11 @@ func (s *schedule) loop(ctx context.Context, out chan<- Event) {
 		}
 		// Counters are updated first, then the period is computed from them
 		// (SPEC.md §2.2); a check that outlasted its period is followed at once.
-		timer.Reset(s.limit.Wait(s.successes, started, time.Now()))
+		wait := s.limit.Wait(s.successes, started, time.Now())
+		if wait > keepIdle {
+			s.conn.close() // the server would likely close it first
+		}
+		timer.Reset(wait)
 	}
 }
 

@@ -1,0 +1,199 @@
+package probes
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tend-sh/tend/spec"
+)
+
+// countingServer is an HTTP server answering "ok" that counts the connections it
+// accepted; header, when set, is added to every answer.
+func countingServer(t *testing.T, header string) (*httptest.Server, *atomic.Int32) {
+	var conns atomic.Int32
+	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if header != "" {
+			k, v, _ := strings.Cut(header, ": ")
+			w.Header().Set(k, v)
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	server.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	server.Start()
+	t.Cleanup(server.Close)
+	return server, &conns
+}
+
+func TestKeptConnectionIsReused(t *testing.T) {
+	server, conns := countingServer(t, "")
+	h := spec.Handler{HTTPGet: httpGet(t, server, "/")}
+	var kept session
+	defer kept.close()
+	for i := range 10 {
+		if r := check(context.Background(), h, Target{}, time.Second, &kept); !r.OK {
+			t.Fatalf("check %d: %s", i, r.Detail)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("10 checks on a kept connection opened %d connections, want 1", n)
+	}
+	// Without a session every check has a connection of its own (stop and destroy
+	// handlers, resource verify).
+	for i := range 5 {
+		if r := Check(context.Background(), h, Target{}, time.Second); !r.OK {
+			t.Fatalf("Check %d: %s", i, r.Detail)
+		}
+	}
+	if n := conns.Load(); n != 6 {
+		t.Errorf("5 one-off checks made %d new connections, want 5", n-1)
+	}
+}
+
+func TestConnectionCloseHeaderIsHonoured(t *testing.T) {
+	server, conns := countingServer(t, "Connection: close")
+	h := spec.Handler{HTTPGet: httpGet(t, server, "/")}
+	var kept session
+	defer kept.close()
+	for i := range 5 {
+		if r := check(context.Background(), h, Target{}, time.Second, &kept); !r.OK {
+			t.Fatalf("check %d: %s", i, r.Detail)
+		}
+	}
+	if n := conns.Load(); n != 5 {
+		t.Errorf("a server answering Connection: close got %d connections for 5 checks, want 5", n)
+	}
+}
+
+// rawServer accepts connections and hands each to serve in its own goroutine; it
+// returns the port and a count of accepted connections. accepts bounds how many
+// connections it accepts (0: no bound); after that its accept loop is stuck, while
+// the kernel still completes handshakes into the backlog.
+func rawServer(t *testing.T, accepts int, serve func(net.Conn)) (string, *atomic.Int32) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var n atomic.Int32
+	go func() {
+		for accepts == 0 || int(n.Load()) < accepts {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			t.Cleanup(func() { conn.Close() })
+			go serve(conn)
+		}
+	}()
+	_, port := hostPort(t, l.Addr())
+	return port, &n
+}
+
+// answer reads requests from conn and answers each with 200 "ok" (keep-alive),
+// until once is set: then it answers one request and closes the connection without
+// a word, as a server whose idle timeout passed.
+func answer(conn net.Conn, once bool) {
+	br := bufio.NewReader(conn)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			conn.Close()
+			return
+		}
+		req.Body.Close()
+		if _, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil || once {
+			conn.Close()
+			return
+		}
+	}
+}
+
+func TestConnectionClosedByServerIsReplaced(t *testing.T) {
+	port, conns := rawServer(t, 0, func(c net.Conn) { answer(c, true) })
+	h := spec.Handler{HTTPGet: &spec.HTTPGet{Host: "127.0.0.1", Port: port, Path: "/"}}
+	var kept session
+	defer kept.close()
+	for i := range 10 {
+		r := check(context.Background(), h, Target{}, time.Second, &kept)
+		if !r.OK {
+			t.Fatalf("check %d failed (%s): a kept connection the server closed must be replaced, not fail the check", i, r.Detail)
+		}
+		if i%2 == 1 {
+			time.Sleep(5 * time.Millisecond) // let the FIN arrive before the next write, or not
+		}
+	}
+	if n := conns.Load(); n != 10 {
+		t.Errorf("%d connections for 10 checks against a server that closes each, want 10", n)
+	}
+}
+
+func TestStuckAcceptLoopFailsWithinMaxConnAge(t *testing.T) {
+	defer func(d time.Duration) { maxConnAge = d }(maxConnAge)
+	maxConnAge = 150 * time.Millisecond
+	// The server serves its first connection for ever and never accepts another.
+	port, _ := rawServer(t, 1, func(c net.Conn) { answer(c, false) })
+	h := spec.Handler{HTTPGet: &spec.HTTPGet{Host: "127.0.0.1", Port: port, Path: "/"}}
+	var kept session
+	defer kept.close()
+	start := time.Now()
+	if r := check(context.Background(), h, Target{}, 100*time.Millisecond, &kept); !r.OK {
+		t.Fatalf("first check: %s", r.Detail)
+	}
+	for {
+		r := check(context.Background(), h, Target{}, 100*time.Millisecond, &kept)
+		if !r.OK {
+			if !strings.HasPrefix(r.Detail, "timed out after") {
+				t.Errorf("Detail = %q, want a timeout", r.Detail)
+			}
+			break
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("a server that stopped accepting connections still passes after 5 s: the kept connection outlived maxConnAge")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if took := time.Since(start); took < maxConnAge {
+		t.Errorf("failed after %v, before maxConnAge (%v): the kept connection was not used", took, maxConnAge)
+	}
+}
+
+func TestLongPeriodDoesNotKeepConnection(t *testing.T) {
+	defer func(d time.Duration) { keepIdle = d }(keepIdle)
+	keepIdle = 20 * time.Millisecond
+	for _, tc := range []struct {
+		period int64
+		want   func(n int32) bool
+		what   string
+	}{
+		{period: 5, want: func(n int32) bool { return n == 1 }, what: "1 (period under keepIdle)"},
+		{period: 40, want: func(n int32) bool { return n == 5 }, what: "5 (period over keepIdle)"},
+	} {
+		server, conns := countingServer(t, "")
+		events, cancel, done := started(t, Liveness, probeSpec(spec.Handler{HTTPGet: httpGet(t, server, "/")}, fixed(tc.period), 1, 1), Target{Container: unique("keep")}, 1)
+		for range 5 {
+			if ev := nextEvent(t, events, 5*time.Second); !ev.Result.OK {
+				t.Fatalf("period %d ms: %s", tc.period, ev.Result.Detail)
+			}
+		}
+		cancel()
+		<-done
+		if n := conns.Load(); !tc.want(n) {
+			t.Errorf("period %d ms: %d connections for 5 checks, want %s", tc.period, n, tc.what)
+		}
+	}
+}
