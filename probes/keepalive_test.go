@@ -19,8 +19,16 @@ import (
 // countingServer is an HTTP server answering "ok" that counts the connections it
 // accepted; header, when set, is added to every answer.
 func countingServer(t *testing.T, header string) (*httptest.Server, *atomic.Int32) {
+	server, conns, _ := hitServer(t, header)
+	return server, conns
+}
+
+// hitServer is countingServer that also records its requests.
+func hitServer(t *testing.T, header string) (*httptest.Server, *atomic.Int32, *hits) {
 	var conns atomic.Int32
+	requests := newHits()
 	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.add()
 		if header != "" {
 			k, v, _ := strings.Cut(header, ": ")
 			w.Header().Set(k, v)
@@ -34,7 +42,7 @@ func countingServer(t *testing.T, header string) (*httptest.Server, *atomic.Int3
 	}
 	server.Start()
 	t.Cleanup(server.Close)
-	return server, &conns
+	return server, &conns, requests
 }
 
 func TestKeptConnectionIsReused(t *testing.T) {
@@ -143,7 +151,8 @@ func TestConnectionClosedByServerIsReplaced(t *testing.T) {
 }
 
 func TestStuckAcceptLoopFailsWithinMaxConnAge(t *testing.T) {
-	defer func(d time.Duration) { maxConnAge = d }(maxConnAge)
+	saved := maxConnAge
+	t.Cleanup(func() { maxConnAge = saved })
 	maxConnAge = 150 * time.Millisecond
 	// The server serves its first connection for ever and never accepts another.
 	port, _ := rawServer(t, 1, func(c net.Conn) { answer(c, false) })
@@ -173,27 +182,33 @@ func TestStuckAcceptLoopFailsWithinMaxConnAge(t *testing.T) {
 }
 
 func TestLongPeriodDoesNotKeepConnection(t *testing.T) {
-	defer func(d time.Duration) { keepIdle = d }(keepIdle)
+	saved := keepIdle
+	t.Cleanup(func() { keepIdle = saved }) // after the probes' own cleanups
 	keepIdle = 20 * time.Millisecond
 	for _, tc := range []struct {
 		period int64
-		want   func(n int32) bool
-		what   string
+		want   int32
+		why    string
 	}{
-		{period: 5, want: func(n int32) bool { return n == 1 }, what: "1 (period under keepIdle)"},
-		{period: 40, want: func(n int32) bool { return n == 5 }, what: "5 (period over keepIdle)"},
+		{period: 5, want: 1, why: "period under keepIdle"},
+		{period: 40, want: 5, why: "period over keepIdle"},
 	} {
-		server, conns := countingServer(t, "")
+		server, conns, requests := hitServer(t, "")
 		events, cancel, done := started(t, Liveness, probeSpec(spec.Handler{HTTPGet: httpGet(t, server, "/")}, fixed(tc.period), 1, 1), Target{Container: unique("keep")}, 1)
-		for range 5 {
-			if ev := nextEvent(t, events, 5*time.Second); !ev.Result.OK {
-				t.Fatalf("period %d ms: %s", tc.period, ev.Result.Detail)
+		go func() {
+			for {
+				select {
+				case <-events:
+				case <-done:
+					return
+				}
 			}
-		}
+		}()
+		requests.wait(t, 5, 5*time.Second)
 		cancel()
 		<-done
-		if n := conns.Load(); !tc.want(n) {
-			t.Errorf("period %d ms: %d connections for 5 checks, want %s", tc.period, n, tc.what)
+		if n := conns.Load(); n != tc.want {
+			t.Errorf("period %d ms: %d connections for 5 checks, want %d (%s)", tc.period, n, tc.want, tc.why)
 		}
 	}
 }

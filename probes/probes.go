@@ -63,7 +63,9 @@ type Event struct {
 
 // Start runs probe p in a goroutine until ctx is done: after initial_delay_ms, then
 // every time_limit period (step from consecutive successes), each check bounded by
-// max_execution_time_ms. Every result is sent to out; sending gives up when ctx is done.
+// max_execution_time_ms. Every result is sent to out, except a passed check while the
+// last event sent already said passed and healthy (news); sending gives up when ctx
+// is done.
 // p must be defaulted (spec.Load): its time_limit and thresholds are set.
 // The returned channel is closed once the goroutine has exited, which is soon after
 // ctx is done: an in-flight check is cancelled (an exec check's process group killed)
@@ -109,6 +111,17 @@ type schedule struct {
 	successes, failures int
 	healthy             bool
 	conn                session // the HTTP connection kept between checks
+	last                Event   // the last event sent
+	sent                bool    // whether last is set
+}
+
+// news reports whether ev is worth sending: everything but a passed check of a
+// healthy probe whose last event was the same. That is nearly every check of a
+// running instance, and its event would change nothing but cost a hand-off to the
+// container's goroutine (metrics count every check regardless).
+func (s *schedule) news(ev Event) bool {
+	same := s.sent && s.last.Result.OK && s.last.Healthy && ev.Result.OK && ev.Healthy
+	return !same
 }
 
 // loop waits for the initial delay, then checks once per period, measured from the
@@ -129,11 +142,13 @@ func (s *schedule) loop(ctx context.Context, out chan<- Event) {
 			return // cancelled mid-check: the result says nothing about the target
 		}
 		s.metrics.record(result)
-		ev := s.apply(result)
-		select {
-		case out <- ev:
-		case <-ctx.Done():
-			return
+		if ev := s.apply(result); s.news(ev) {
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+			s.last, s.sent = ev, true
 		}
 		// Counters are updated first, then the period is computed from them
 		// (SPEC.md §2.2); a check that outlasted its period is followed at once.

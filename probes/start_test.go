@@ -190,17 +190,23 @@ func TestSlowProbeDoesNotDelayOthers(t *testing.T) {
 	}))
 	defer slow.Close()
 	defer close(release)
-	fast, _ := scripted(t, true)
+	fast, fastHits := scripted(t, true)
 	events := make(chan Event)
 	ctx, cancel := context.WithCancel(context.Background())
 	slowProbe := probeSpec(spec.Handler{HTTPGet: httpGet(t, slow, "/")}, limits{minPeriod: 5, maxPeriod: 5, backOff: 1}, 1, 1)
 	doneSlow := Start(ctx, Liveness, slowProbe, Target{}, 1, events)
 	doneFast := Start(ctx, Readiness, probeSpec(allOK(t, fast), fixed(5), 1, 1), Target{}, 2, events)
 	defer func() { cancel(); <-doneSlow; <-doneFast }()
-	for range 5 {
-		if ev := nextEvent(t, events, 5*time.Second); ev.Run != 2 || !ev.Result.OK {
-			t.Fatalf("event %+v, want successes of the fast probe only", ev)
-		}
+	// The fast probe reports its first success (later ones are no news) and keeps
+	// checking while the slow one hangs.
+	if ev := nextEvent(t, events, 5*time.Second); ev.Run != 2 || !ev.Result.OK {
+		t.Fatalf("event %+v, want a success of the fast probe", ev)
+	}
+	fastHits.wait(t, 5, 5*time.Second)
+	select {
+	case ev := <-events:
+		t.Fatalf("unexpected event %+v: the slow probe must still hang, the fast one has no news", ev)
+	default:
 	}
 }
 
@@ -326,8 +332,12 @@ func TestMetrics(t *testing.T) {
 	l.maxExecution = 0
 	p := probeSpec(allOK(t, server), l, 1, 1)
 	events, cancel, done := started(t, Liveness, p, Target{Container: container}, 1)
-	for range 3 {
-		nextEvent(t, events, 5*time.Second)
+	// Events: the first success, then the failure (the second success is no news).
+	if ev := nextEvent(t, events, 5*time.Second); !ev.Result.OK {
+		t.Fatalf("first event %+v, want a success", ev)
+	}
+	if ev := nextEvent(t, events, 5*time.Second); ev.Result.OK || ev.Failures != 1 {
+		t.Fatalf("second event %+v, want the failure of the third check", ev)
 	}
 	defer func() { cancel(); <-done }() // before the server closes: its handler waits for us
 	var buf bytes.Buffer
