@@ -50,6 +50,8 @@ func runCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return fail(2, "run: expected exactly one SPEC argument, got %d", c.NArg())
 			}
+			// Begun before anything else so that it overlaps with loading the spec.
+			process := supervisor.SetUpProcess()
 			log, err := newLogger(os.Stderr, c.String("log-format"), c.String("log-level"))
 			if err != nil {
 				return fail(2, "run: %v", err)
@@ -69,6 +71,7 @@ func runCommand() *cli.Command {
 				Log:            log,
 				Stdout:         os.Stdout,
 				Stderr:         os.Stderr,
+				Process:        process,
 			})
 			code, err := sv.Run(context.Background())
 			if err != nil {

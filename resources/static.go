@@ -26,14 +26,15 @@ const (
 	StateRolledBack = "rolled_back"
 )
 
-var checkPeriodRe = regexp.MustCompile(`^([0-9]+)d([0-9]+)h([0-9]+)m$`)
+// checkPeriodRe is compiled on first use, not at start-up (tend's launch time).
+var checkPeriodRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+)d([0-9]+)h([0-9]+)m$`) })
 
 // checkPeriodMinute is how long a minute of check_period lasts; tests shorten it.
 var checkPeriodMinute = time.Minute
 
 // ParseCheckPeriod parses check_period ("<d>d<h>h<m>m"); 0d0h0m is 0, never.
 func ParseCheckPeriod(s string) (time.Duration, error) {
-	m := checkPeriodRe.FindStringSubmatch(s)
+	m := checkPeriodRe().FindStringSubmatch(s)
 	if m == nil {
 		return 0, fmt.Errorf("check_period %q: want <days>d<hours>h<minutes>m", s)
 	}

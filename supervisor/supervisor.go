@@ -39,6 +39,32 @@ type Options struct {
 	ReportInterval time.Duration
 	Log            zerolog.Logger
 	Stdout, Stderr io.Writer
+	// Process is the process-wide set-up begun by the caller (SetUpProcess); nil:
+	// Run begins it itself.
+	Process *Process
+}
+
+// Process is what tend sets up as a process before it supervises anything: it
+// becomes the child subreaper (which starts the reaper) and catches the signals Run
+// handles. It is apart from Run so that tend can begin it while the spec loads: the
+// runtime starts a thread for signal masks and the reaper a goroutine, about 0.3 ms
+// of a launch that is spent beside the parsing instead of after it.
+type Process struct {
+	signals chan os.Signal
+	done    chan struct{} // closed when the set-up is complete
+	err     error         // becoming the subreaper failed (a warning, not fatal)
+}
+
+// SetUpProcess begins the process-wide set-up in a goroutine. Signals that arrive
+// from now on wait for Run instead of acting by default.
+func SetUpProcess() *Process {
+	p := &Process{signals: make(chan os.Signal, 8), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.err = proc.BecomeSubreaper()
+		signal.Notify(p.signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
+	}()
+	return p
 }
 
 // ExitError is a runtime failure that ends tend with exit code 1.
@@ -132,11 +158,15 @@ func (sv *Supervisor) notify() {
 // Run runs the instance until a requested shutdown (exit code 0), the end of a job
 // (its exit code), or a runtime failure (*ExitError).
 func (sv *Supervisor) Run(ctx context.Context) (int, error) {
-	if err := proc.BecomeSubreaper(); err != nil {
-		sv.log.Warn().Err(err).Msg("cannot become a child subreaper; orphans will not be reaped here")
+	p := sv.opts.Process
+	if p == nil {
+		p = SetUpProcess()
 	}
-	signals := make(chan os.Signal, 8)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
+	<-p.done
+	if p.err != nil {
+		sv.log.Warn().Err(p.err).Msg("cannot become a child subreaper; orphans will not be reaped here")
+	}
+	signals := p.signals
 	defer signal.Stop(signals)
 
 	if sv.opts.APITokenFile != "" {
