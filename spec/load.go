@@ -2,6 +2,8 @@ package spec
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +52,7 @@ func loadData(data []byte, path, specDir string, opts Options) (*Spec, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	s.path = path
+	s.digest = sha256.Sum256(data)
 	resolve(s, opts, specDir, c)
 	if err := c.result(path); err != nil {
 		return nil, err
@@ -165,6 +168,15 @@ func unwrapPath(err error) error {
 
 // Path is the spec file, as given to Load.
 func (s *Spec) Path() string { return s.path }
+
+// Revision names the spec by a hash of the bytes Load read (12 hex digits), so that
+// an orchestrator can tell which revision runs; "" for a spec not loaded from a file.
+func (s *Spec) Revision() string {
+	if s.digest == [32]byte{} {
+		return ""
+	}
+	return hex.EncodeToString(s.digest[:6])
+}
 
 // Vars is every substitution variable: BSCONFIG_INAME, BSCONFIG_IDIR, BSCONFIG_IHOST,
 // BSCONFIG_IPORT (when instance.port is set) and the BSCONFIG_IPORT_PLUS_N the spec

@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -286,4 +288,26 @@ func slicesIndex(list []string, v string) int {
 		}
 	}
 	return -1
+}
+
+// Revision is the first 12 hex digits of the SHA-256 of the file's bytes: a new
+// revision for any change of the file, the same for the same bytes.
+func TestRevision(t *testing.T) {
+	body := "containers: [{name: a, command: [sleep, '1']}]\n"
+	path := writeSpec(t, body, nil)
+	s, err := Load(path, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(body))
+	if got, want := s.Revision(), hex.EncodeToString(sum[:])[:12]; got != want {
+		t.Errorf("Revision() = %q, want %q", got, want)
+	}
+	other := mustLoad(t, body+"# changed\n", nil)
+	if other.Revision() == s.Revision() {
+		t.Errorf("a changed file kept revision %q", s.Revision())
+	}
+	if (&Spec{}).Revision() != "" {
+		t.Errorf("a spec not loaded from a file has a revision")
+	}
 }

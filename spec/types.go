@@ -19,6 +19,7 @@ type Spec struct {
 
 	// Filled by Load, not part of the document.
 	path    string            // the spec file, for messages
+	digest  [32]byte          // SHA-256 of the file's bytes, for Revision
 	vars    map[string]string // every substitution variable, for Vars
 	baseEnv []string          // tend's env + variables + cgroup limits + env_files + env, later wins
 }

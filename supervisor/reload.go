@@ -107,7 +107,7 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 
 	sv.mu.Lock()
 	sv.spec = next
-	sv.revision = revisionOf(next)
+	sv.revision = next.Revision()
 	sv.reloadErr = ""
 	sv.containers = list
 	sv.mu.Unlock()

@@ -6,8 +6,6 @@ package supervisor
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -119,7 +117,7 @@ func New(s *spec.Spec, opts Options) *Supervisor {
 		changed:   make(chan struct{}, 1),
 		internal:  make(chan func(), 4),
 		spec:      s,
-		revision:  revisionOf(s),
+		revision:  s.Revision(),
 		state:     status.InstancePreparing,
 		installed: status.NewCondition(false, "Preparing", "", now),
 		ready:     status.NewCondition(false, "Preparing", "", now),
@@ -130,16 +128,6 @@ func New(s *spec.Spec, opts Options) *Supervisor {
 	return sv
 }
 
-// revisionOf names a spec by the hash of its file, so an orchestrator can tell
-// which revision is running.
-func revisionOf(s *spec.Spec) string {
-	b, err := os.ReadFile(s.Path())
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:6])
-}
 
 // notify tells the main loop that some status changed. It never blocks.
 func (sv *Supervisor) notify() {
