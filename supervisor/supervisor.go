@@ -128,7 +128,6 @@ func New(s *spec.Spec, opts Options) *Supervisor {
 	return sv
 }
 
-
 // notify tells the main loop that some status changed. It never blocks.
 func (sv *Supervisor) notify() {
 	select {
