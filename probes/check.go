@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -114,7 +113,7 @@ const (
 
 // checkHTTP returns "" on success, else why it failed. It speaks HTTP/1.1 by hand
 // (no net/http Client: no transport goroutines, no pool) and parses the answer with
-// net/http's ReadResponse. Redirects are answers in 200–399, never followed: a probe
+// readAnswer. Redirects are answers in 200–399, never followed: a probe
 // checks this server. With keep (a probe's checks) the connection is kept for the
 // next check, like pebble's and process-compose's probes and unlike kubelet's: a
 // third of the CPU of a new connection per check. A kept connection the server has
@@ -217,33 +216,23 @@ func (x *exchange) run(conn net.Conn, reused bool) (string, outcome) {
 			return fail(err)
 		}
 	}
-	if !x.keep && (x.h.Any || x.h.ExpectedAnswer == "") {
+	judge := httpJudge{wantBody: !x.h.Any && x.h.ExpectedAnswer != "", expected: x.h.ExpectedAnswer}
+	if !x.keep && !judge.wantBody {
 		return x.statusOnly(br)
 	}
-	resp, err := http.ReadResponse(br, nil)
+	a, err := readAnswer(br, judge.wantBody)
 	if err != nil {
+		var m malformed
+		if errors.As(err, &m) {
+			return m.Error(), closeConn
+		}
 		return failure(x.ctx, x.ctx, x.timeout, x.hostPort, err), closeConn
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
-	if err != nil {
-		return failure(x.ctx, x.ctx, x.timeout, x.hostPort, err), closeConn
+	out := closeConn
+	if x.keep && a.reuse && br.Buffered() == 0 {
+		out = reuseConn
 	}
-	out := reuseConn
-	if resp.Close || len(body) > MaxBody || br.Buffered() > 0 {
-		out = closeConn
-	}
-	switch {
-	case resp.StatusCode < 200 || resp.StatusCode > 399:
-		return fmt.Sprintf("HTTP %d", resp.StatusCode), out
-	case x.h.Any || x.h.ExpectedAnswer == "":
-		return "", out
-	case len(body) > MaxBody:
-		return fmt.Sprintf("HTTP %d, body longer than %d bytes does not match expected answer", resp.StatusCode, MaxBody), out
-	case string(body) != x.h.ExpectedAnswer:
-		return fmt.Sprintf("HTTP %d, body %s does not match expected answer", resp.StatusCode, quoteShort(body)), out
-	}
-	return "", out
+	return judge.describe(a), out
 }
 
 // statusOnly judges an answer by its status line alone, for a connection that is

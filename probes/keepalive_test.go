@@ -112,10 +112,10 @@ func rawServer(t *testing.T, accepts int, serve func(net.Conn)) (string, *atomic
 	return port, &n
 }
 
-// answer reads requests from conn and answers each with 200 "ok" (keep-alive),
+// serveRaw reads requests from conn and answers each with 200 "ok" (keep-alive),
 // until once is set: then it answers one request and closes the connection without
 // a word, as a server whose idle timeout passed.
-func answer(conn net.Conn, once bool) {
+func serveRaw(conn net.Conn, once bool) {
 	br := bufio.NewReader(conn)
 	for {
 		req, err := http.ReadRequest(br)
@@ -132,7 +132,7 @@ func answer(conn net.Conn, once bool) {
 }
 
 func TestConnectionClosedByServerIsReplaced(t *testing.T) {
-	port, conns := rawServer(t, 0, func(c net.Conn) { answer(c, true) })
+	port, conns := rawServer(t, 0, func(c net.Conn) { serveRaw(c, true) })
 	h := spec.Handler{HTTPGet: &spec.HTTPGet{Host: "127.0.0.1", Port: port, Path: "/"}}
 	var kept session
 	defer kept.close()
@@ -155,7 +155,7 @@ func TestStuckAcceptLoopFailsWithinMaxConnAge(t *testing.T) {
 	t.Cleanup(func() { maxConnAge = saved })
 	maxConnAge = 150 * time.Millisecond
 	// The server serves its first connection for ever and never accepts another.
-	port, _ := rawServer(t, 1, func(c net.Conn) { answer(c, false) })
+	port, _ := rawServer(t, 1, func(c net.Conn) { serveRaw(c, false) })
 	h := spec.Handler{HTTPGet: &spec.HTTPGet{Host: "127.0.0.1", Port: port, Path: "/"}}
 	var kept session
 	defer kept.close()

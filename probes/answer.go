@@ -1,0 +1,202 @@
+package probes
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httputil"
+)
+
+// answer is what an HTTP check takes from a response.
+type answer struct {
+	code  int
+	body  []byte // only when asked for: at most MaxBody+1 bytes
+	reuse bool   // the response was read whole and the server keeps the connection open
+}
+
+// malformed is a response that is not HTTP/1.x; its text is the failure's detail.
+type malformed string
+
+func (m malformed) Error() string { return "malformed HTTP answer: " + string(m) }
+
+// readAnswer reads one HTTP/1.x response from br, keeping its body when wantBody
+// (else the body is skipped). When the response says how long it is (Content-Length,
+// chunked, or a status without a body) it reads exactly that much, so that a kept
+// connection can carry the next request. It is a small part of what net/http's
+// ReadResponse does, at a fraction of its cost: the status line, three headers, and
+// the body; the check runs every second for every probe of an instance.
+func readAnswer(br *bufio.Reader, wantBody bool) (answer, error) {
+	line, err := readLine(br, "status line")
+	if err != nil {
+		return answer{}, err
+	}
+	code, ok := statusCode(line)
+	if !ok {
+		return answer{}, malformed(quoteShort(line))
+	}
+	a := answer{code: code}
+	http10 := line[len("HTTP/1.")] == '0'
+	length := int64(-1)
+	var chunked, closeAsked, keepAlive, untilEOF bool
+	for {
+		line, err := readLine(br, "header line")
+		if err != nil {
+			return answer{}, unexpectedEOF(err)
+		}
+		if len(line) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return answer{}, malformed("header line " + quoteShort(line))
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			n, ok := parseLength(value)
+			if !ok || (length >= 0 && n != length) {
+				return answer{}, malformed("Content-Length " + quoteShort(value))
+			}
+			length = n
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			// The last coding decides the framing; anything but chunked ends
+			// with the connection.
+			last := value
+			if i := bytes.LastIndexByte(value, ','); i >= 0 {
+				last = bytes.TrimSpace(value[i+1:])
+			}
+			chunked = bytes.EqualFold(last, []byte("chunked"))
+			untilEOF = !chunked && !bytes.EqualFold(last, []byte("identity"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			for _, token := range bytes.Split(value, []byte(",")) {
+				token = bytes.TrimSpace(token)
+				closeAsked = closeAsked || bytes.EqualFold(token, []byte("close"))
+				keepAlive = keepAlive || bytes.EqualFold(token, []byte("keep-alive"))
+			}
+		}
+	}
+	a.reuse = !closeAsked && (!http10 || keepAlive)
+
+	switch {
+	case code < 200:
+		// An interim answer (100 Continue): the final one follows, unread.
+		a.reuse = false
+		return a, nil
+	case code == 204 || code == 304:
+		return a, nil // no body, whatever the headers say
+	case chunked:
+		if _, err = a.readBody(httputil.NewChunkedReader(br), wantBody); err == nil && a.reuse {
+			err = skipTrailers(br)
+		}
+	case untilEOF || length < 0:
+		// The body ends when the server closes the connection: read it only when
+		// it matters (a server that forgets to close does not fail a status check).
+		a.reuse = false
+		if wantBody {
+			_, err = a.readBody(br, true)
+		}
+	case length > MaxBody:
+		a.reuse = false // not worth reading through: the connection is closed instead
+		if wantBody {
+			_, err = a.readBody(io.LimitReader(br, length), true)
+		}
+	default:
+		var n int64
+		if n, err = a.readBody(io.LimitReader(br, length), wantBody); err == nil && n < length {
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	return a, err
+}
+
+// readBody reads body to its end, keeping up to MaxBody+1 bytes of it when keep, and
+// returns how many bytes it read. A body longer than MaxBody is not read further,
+// and the connection not reused.
+func (a *answer) readBody(body io.Reader, keep bool) (int64, error) {
+	limited := io.LimitReader(body, MaxBody+1)
+	var n int64
+	var err error
+	if keep {
+		a.body, err = io.ReadAll(limited)
+		n = int64(len(a.body))
+	} else {
+		n, err = io.Copy(io.Discard, limited)
+	}
+	if n > MaxBody {
+		a.reuse = false
+	}
+	return n, unexpectedEOF(err)
+}
+
+// skipTrailers reads the trailer section that ends a chunked body.
+func skipTrailers(br *bufio.Reader) error {
+	for {
+		line, err := readLine(br, "trailer line")
+		if err != nil {
+			return unexpectedEOF(err)
+		}
+		if len(line) == 0 {
+			return nil
+		}
+	}
+}
+
+// readLine reads a line of the head without its CRLF (or LF); what names it in the
+// error when it does not fit the reader's buffer.
+func readLine(br *bufio.Reader, what string) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return nil, malformed(what + " too long")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(line, "\r\n"), nil
+}
+
+// unexpectedEOF says that a response ended early: an EOF after the status line is
+// not the end of an answer.
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// parseLength parses a Content-Length: decimal digits only, as RFC 9110 says.
+func parseLength(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, d := range v {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(d-'0')
+	}
+	return n, true
+}
+
+// describe turns an answer into a check's detail: "" when it passes.
+func (h httpJudge) describe(a answer) string {
+	switch {
+	case a.code < 200 || a.code > 399:
+		return fmt.Sprintf("HTTP %d", a.code)
+	case !h.wantBody:
+		return ""
+	case len(a.body) > MaxBody:
+		return fmt.Sprintf("HTTP %d, body longer than %d bytes does not match expected answer", a.code, MaxBody)
+	case string(a.body) != h.expected:
+		return fmt.Sprintf("HTTP %d, body %s does not match expected answer", a.code, quoteShort(a.body))
+	}
+	return ""
+}
+
+// httpJudge is what an http_get handler asks of an answer.
+type httpJudge struct {
+	wantBody bool   // expected_answer is set and any is not
+	expected string // expected_answer
+}
