@@ -92,6 +92,7 @@ type session struct {
 	conn   net.Conn
 	addr   string
 	opened time.Time
+	req    httpRequest // the probe's request, built at its first check
 }
 
 // close closes the kept connection, if any.
@@ -120,28 +121,24 @@ const (
 // closed meanwhile is replaced at once, so it never fails a check; one is never
 // kept longer than maxConnAge.
 func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep *session) string {
-	hostPort, err := address(h.Host, defaultHTTPHost, h.Port)
-	if err != nil {
-		return err.Error()
+	var req httpRequest
+	if keep != nil && keep.req.text != "" && keep.req.handler == h {
+		req = keep.req // the same handler every check: built once per probe
+	} else {
+		var detail string
+		if req, detail = newHTTPRequest(h, keep != nil); detail != "" {
+			return detail
+		}
+		if keep != nil {
+			keep.req = req
+		}
 	}
-	path := h.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	target, err := url.Parse("http://" + hostPort + path)
-	if err != nil {
-		return fmt.Sprintf("bad url: %v", err)
-	}
+	hostPort := req.hostPort
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
-	request := "GET " + target.RequestURI() + " HTTP/1.1\r\nHost: " + hostPort + "\r\nUser-Agent: tend-probe\r\nAccept: */*\r\n"
-	if keep == nil {
-		request += "Connection: close\r\n"
-	}
-	request += "\r\n"
-	x := exchange{ctx: ctx, h: h, request: request, deadline: deadline, timeout: timeout, hostPort: hostPort, keep: keep != nil}
+	x := exchange{ctx: ctx, h: h, request: req.text, deadline: deadline, timeout: timeout, hostPort: hostPort, keep: keep != nil}
 
 	if keep != nil && keep.conn != nil {
 		if keep.addr == hostPort && time.Since(keep.opened) < maxConnAge {
@@ -173,6 +170,35 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep 
 		_ = conn.Close()
 	}
 	return detail
+}
+
+// httpRequest is the request of an http_get handler, as written on the wire.
+type httpRequest struct {
+	handler  spec.HTTPGet // the handler it was built for
+	hostPort string
+	text     string
+}
+
+// newHTTPRequest builds the request of h; a detail instead when h cannot be asked.
+// Without keep the request asks the server to close the connection after answering.
+func newHTTPRequest(h spec.HTTPGet, keep bool) (httpRequest, string) {
+	hostPort, err := address(h.Host, defaultHTTPHost, h.Port)
+	if err != nil {
+		return httpRequest{}, err.Error()
+	}
+	path := h.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	target, err := url.Parse("http://" + hostPort + path)
+	if err != nil {
+		return httpRequest{}, fmt.Sprintf("bad url: %v", err)
+	}
+	text := "GET " + target.RequestURI() + " HTTP/1.1\r\nHost: " + hostPort + "\r\nUser-Agent: tend-probe\r\nAccept: */*\r\n"
+	if !keep {
+		text += "Connection: close\r\n"
+	}
+	return httpRequest{handler: h, hostPort: hostPort, text: text + "\r\n"}, ""
 }
 
 // exchange is one HTTP check's request and what judges its answer.
