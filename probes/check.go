@@ -228,6 +228,11 @@ func (x *exchange) run(conn net.Conn, reused bool) (string, outcome) {
 		}
 		return failure(x.ctx, x.ctx, x.timeout, x.hostPort, err), closeConn
 	}
+	if reused && !idleAndOpen(conn) {
+		// The server closed it, or said something unasked (a 408 before closing an
+		// idle connection, as some servers and proxies do): not this check's answer.
+		return "", staleConn
+	}
 	if _, err := io.WriteString(conn, x.request); err != nil {
 		return fail(err)
 	}
@@ -279,6 +284,27 @@ func (x *exchange) statusOnly(br *bufio.Reader) (string, outcome) {
 		return fmt.Sprintf("HTTP %d", code), closeConn
 	}
 	return "", closeConn
+}
+
+// idleAndOpen reports whether a kept connection has nothing to read: neither data
+// nor the end of the stream. It peeks without blocking (one system call).
+func idleAndOpen(conn net.Conn) bool {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	idle := false
+	var b [1]byte
+	err = raw.Read(func(fd uintptr) bool {
+		_, _, rerr := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		idle = rerr == syscall.EAGAIN
+		return true // done either way: never wait here
+	})
+	return err == nil && idle
 }
 
 // closedByServer reports whether err is what a connection closed by the other end

@@ -212,3 +212,33 @@ func TestLongPeriodDoesNotKeepConnection(t *testing.T) {
 		}
 	}
 }
+
+// Some servers and proxies answer an idle connection's timeout with an unasked 408
+// before closing it: that is not the next check's answer.
+func TestUnaskedAnswerOnIdleConnectionIsNotTheCheck(t *testing.T) {
+	port, conns := rawServer(t, 0, func(c net.Conn) {
+		defer c.Close()
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		req.Body.Close()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		time.Sleep(10 * time.Millisecond)
+		io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+		time.Sleep(200 * time.Millisecond) // the 408 waits in the socket, the connection still open
+	})
+	h := spec.Handler{HTTPGet: &spec.HTTPGet{Host: "127.0.0.1", Port: port, Path: "/"}}
+	var kept session
+	defer kept.close()
+	for i := range 3 {
+		if r := check(context.Background(), h, Target{}, time.Second, &kept); !r.OK {
+			t.Fatalf("check %d failed (%s): an unasked answer on a kept connection was taken for the check's", i, r.Detail)
+		}
+		time.Sleep(50 * time.Millisecond) // the 408 arrives
+	}
+	if n := conns.Load(); n != 3 {
+		t.Errorf("%d connections for 3 checks, want 3 (each kept one was spoiled by its 408)", n)
+	}
+}
