@@ -28,16 +28,11 @@ func (m malformed) Error() string { return "malformed HTTP answer: " + string(m)
 // ReadResponse does, at a fraction of its cost: the status line, three headers, and
 // the body; the check runs every second for every probe of an instance.
 func readAnswer(br *bufio.Reader, wantBody bool) (answer, error) {
-	line, err := readLine(br, "status line")
+	code, http10, err := readStatus(br)
 	if err != nil {
 		return answer{}, err
 	}
-	code, ok := statusCode(line)
-	if !ok {
-		return answer{}, malformed(quoteShort(line))
-	}
 	a := answer{code: code}
-	http10 := line[len("HTTP/1.")] == '0'
 	length := int64(-1)
 	var chunked, closeAsked, keepAlive, untilEOF bool
 	for {
@@ -109,6 +104,19 @@ func readAnswer(br *bufio.Reader, wantBody bool) (answer, error) {
 		}
 	}
 	return a, err
+}
+
+// readStatus reads the status line: the code, and whether the answer is HTTP/1.0.
+func readStatus(br *bufio.Reader) (code int, http10 bool, err error) {
+	line, err := readLine(br, "status line")
+	if err != nil {
+		return 0, false, err
+	}
+	code, ok := statusCode(line)
+	if !ok {
+		return 0, false, malformed(quoteShort(line))
+	}
+	return code, line[len("HTTP/1.")] == '0', nil
 }
 
 // readBody reads body to its end, keeping up to MaxBody+1 bytes of it when keep, and

@@ -90,7 +90,6 @@ var keepIdle = 4 * time.Second
 // the probe's goroutine.
 type session struct {
 	conn   net.Conn
-	addr   string
 	opened time.Time
 	req    httpRequest // the probe's request, built at its first check
 }
@@ -130,6 +129,7 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep 
 			return detail
 		}
 		if keep != nil {
+			keep.close() // opened for another request, if any
 			keep.req = req
 		}
 	}
@@ -141,7 +141,7 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep 
 	x := exchange{ctx: ctx, h: h, request: req.text, deadline: deadline, timeout: timeout, hostPort: hostPort, keep: keep != nil}
 
 	if keep != nil && keep.conn != nil {
-		if keep.addr == hostPort && time.Since(keep.opened) < maxConnAge {
+		if time.Since(keep.opened) < maxConnAge {
 			detail, out := x.run(keep.conn, true)
 			switch out {
 			case reuseConn:
@@ -165,7 +165,7 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep 
 	}
 	detail, out := x.run(conn, false)
 	if keep != nil && out == reuseConn {
-		keep.conn, keep.addr, keep.opened = conn, hostPort, time.Now()
+		keep.conn, keep.opened = conn, time.Now()
 	} else {
 		_ = conn.Close()
 	}
@@ -248,10 +248,15 @@ func (x *exchange) run(conn net.Conn, reused bool) (string, outcome) {
 		}
 	}
 	judge := httpJudge{wantBody: !x.h.Any && x.h.ExpectedAnswer != "", expected: x.h.ExpectedAnswer}
+	var a answer
+	var err error
 	if !x.keep && !judge.wantBody {
-		return x.statusOnly(br)
+		// Only the status matters and the connection is closed after it: the status
+		// line is enough, headers and body stay unread.
+		a.code, _, err = readStatus(br)
+	} else {
+		a, err = readAnswer(br, judge.wantBody)
 	}
-	a, err := readAnswer(br, judge.wantBody)
 	if err != nil {
 		var m malformed
 		if errors.As(err, &m) {
@@ -264,26 +269,6 @@ func (x *exchange) run(conn net.Conn, reused bool) (string, outcome) {
 		out = reuseConn
 	}
 	return judge.describe(a), out
-}
-
-// statusOnly judges an answer by its status line alone, for a connection that is
-// closed afterwards: no header parsing, a fraction of the cost.
-func (x *exchange) statusOnly(br *bufio.Reader) (string, outcome) {
-	line, err := br.ReadSlice('\n')
-	if err != nil {
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return "malformed HTTP answer: status line too long", closeConn
-		}
-		return failure(x.ctx, x.ctx, x.timeout, x.hostPort, err), closeConn
-	}
-	code, ok := statusCode(line)
-	if !ok {
-		return fmt.Sprintf("malformed HTTP answer: %s", quoteShort(bytes.TrimRight(line, "\r\n"))), closeConn
-	}
-	if code < 200 || code > 399 {
-		return fmt.Sprintf("HTTP %d", code), closeConn
-	}
-	return "", closeConn
 }
 
 // idleAndOpen reports whether a kept connection has nothing to read: neither data
