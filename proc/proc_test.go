@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tend-sh/tend/internal/testutil"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -398,6 +399,7 @@ func TestCloseOutputReleasesCopier(t *testing.T) {
 // flushCounter records everything written to it and how often it was flushed.
 type flushCounter struct {
 	syncBuffer
+	mu      sync.Mutex // guards flushes
 	flushes int
 }
 
@@ -462,20 +464,5 @@ func TestExitStatusOfStartErrors(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the copier goroutine and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer collects output that is written while the test reads it.
+type syncBuffer = testutil.SyncBuffer

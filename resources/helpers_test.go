@@ -1,10 +1,10 @@
 package resources
 
 import (
-	"bytes"
 	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/tend-sh/tend/internal/testutil"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,23 +20,8 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-// syncBuffer collects log output written from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer collects output that is written while the test reads it.
+type syncBuffer = testutil.SyncBuffer
 
 // testOptions are small timeouts and fast retries; the log goes to logs.
 func testOptions(logs *syncBuffer) Options {
