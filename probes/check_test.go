@@ -138,15 +138,7 @@ func TestHTTPIPv6Host(t *testing.T) {
 }
 
 func TestHTTPTimeout(t *testing.T) {
-	release := make(chan struct{})
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer server.Close()
-	defer close(release)
+	server := hangingServer(t)
 
 	got := Check(context.Background(), spec.Handler{HTTPGet: httpGet(t, server, "/")}, Target{}, 100*time.Millisecond)
 	if got.OK || got.Detail != "timed out after 100ms" {
@@ -188,15 +180,7 @@ func TestHTTPRefused(t *testing.T) {
 }
 
 func TestCancelledCheck(t *testing.T) {
-	release := make(chan struct{})
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer server.Close()
-	defer close(release)
+	server := hangingServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	got := Check(ctx, spec.Handler{HTTPGet: httpGet(t, server, "/")}, Target{}, 0)

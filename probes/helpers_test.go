@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
@@ -163,3 +164,18 @@ var names atomic.Int64
 // unique makes a container name no other test and no earlier -count run has used,
 // since Metrics keeps counting across them.
 func unique(prefix string) string { return prefix + "-" + strconv.FormatInt(names.Add(1), 10) }
+
+// hangingServer answers no request: its handler waits until the request is cancelled
+// or the test ends.
+func hangingServer(t *testing.T) *httptest.Server {
+	release := make(chan struct{})
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(server.Close)
+	t.Cleanup(func() { close(release) }) // runs first: handlers return, Close does not wait
+	return server
+}

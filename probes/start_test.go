@@ -181,15 +181,7 @@ func TestInitialDelay(t *testing.T) {
 
 // A probe whose check hangs does not delay another probe.
 func TestSlowProbeDoesNotDelayOthers(t *testing.T) {
-	release := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer slow.Close()
-	defer close(release)
+	slow := hangingServer(t)
 	fast, fastHits := scripted(t, true)
 	events := make(chan Event)
 	ctx, cancel := context.WithCancel(context.Background())
