@@ -5,6 +5,7 @@ package probes
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/tend-sh/tend/restart"
@@ -61,17 +62,17 @@ type Event struct {
 	Failures  int
 }
 
-// Start runs probe p in a goroutine until ctx is done: after initial_delay_ms, then
-// every time_limit period (step from consecutive successes), each check bounded by
+// Start runs probe p until ctx is done: after initial_delay_ms, then every
+// time_limit period (step from consecutive successes), each check bounded by
 // max_execution_time_ms. Every result is sent to out, except a passed check while the
 // last event sent already said passed and healthy (news); sending gives up when ctx
 // is done.
 // p must be defaulted (spec.Load): its time_limit and thresholds are set.
-// The returned channel is closed once the goroutine has exited, which is soon after
-// ctx is done: an in-flight check is cancelled (an exec check's process group killed)
-// and its result is not sent.
+// Between checks a probe is only a timer: each check runs in a goroutine of its own,
+// so two hundred idle probes hold no stacks. The returned channel is closed once the
+// probe has ended, which is soon after ctx is done: an in-flight check is cancelled
+// (an exec check's process group killed) and its result is not sent.
 func Start(ctx context.Context, kind Kind, p *spec.Probe, t Target, run uint64, out chan<- Event) <-chan struct{} {
-	done := make(chan struct{})
 	s := &schedule{
 		kind:             kind,
 		handler:          p.Handler,
@@ -81,12 +82,15 @@ func Start(ctx context.Context, kind Kind, p *spec.Probe, t Target, run uint64, 
 		target:           t,
 		run:              run,
 		metrics:          metricsFor(t.Container, kind),
+		ctx:              ctx,
+		out:              out,
+		done:             make(chan struct{}),
 	}
-	go func() {
-		defer close(done)
-		s.loop(ctx, out)
-	}()
-	return done
+	s.mu.Lock() // the timer may fire before it is stored
+	s.timer = time.AfterFunc(s.limit.InitialDelay, s.tick)
+	s.mu.Unlock()
+	context.AfterFunc(ctx, s.cancel)
+	return s.done
 }
 
 // threshold reads a defaulted threshold; a missing or non-positive one acts as 1.
@@ -97,7 +101,9 @@ func threshold(n *int) int {
 	return *n
 }
 
-// schedule is one running probe: its settings and counters, owned by its goroutine.
+// schedule is one running probe: its settings, its timer and its counters. The
+// counters and the connection belong to the check in progress (checks never overlap:
+// the timer is set again only when one ends).
 type schedule struct {
 	kind             Kind
 	handler          spec.Handler
@@ -107,6 +113,14 @@ type schedule struct {
 	target           Target
 	run              uint64
 	metrics          probeMetrics
+	ctx              context.Context
+	out              chan<- Event
+	done             chan struct{} // closed by end
+
+	mu       sync.Mutex
+	timer    *time.Timer
+	checking bool // a check runs: it ends the probe itself if ctx is done meanwhile
+	ended    bool
 
 	successes, failures int
 	healthy             bool
@@ -124,42 +138,65 @@ func (s *schedule) news(ev Event) bool {
 	return !same
 }
 
-// loop waits for the initial delay, then checks once per period, measured from the
-// start of one check to the start of the next, until ctx is done.
-func (s *schedule) loop(ctx context.Context, out chan<- Event) {
-	timer := time.NewTimer(s.limit.InitialDelay)
-	defer timer.Stop()
-	defer s.conn.close()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-		started := time.Now()
-		result := check(ctx, s.handler, s.target, s.limit.MaxExecution, &s.conn)
-		if ctx.Err() != nil {
-			return // cancelled mid-check: the result says nothing about the target
-		}
+// cancel ends the probe when ctx is done, unless a check is running: that check
+// sees ctx done when it returns and ends the probe then.
+func (s *schedule) cancel() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.checking && !s.ended {
+		s.timer.Stop()
+		s.end()
+	}
+}
+
+// end closes the kept connection and reports the probe ended; s.mu is held.
+func (s *schedule) end() {
+	s.ended = true
+	s.conn.close()
+	close(s.done)
+}
+
+// tick runs one check when the timer fires, reports it, and sets the timer for the
+// next one: the period is measured from the start of one check to the start of the
+// next.
+func (s *schedule) tick() {
+	s.mu.Lock()
+	if s.ended || s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return // cancel has ended it, or is about to
+	}
+	s.checking = true
+	s.mu.Unlock()
+
+	started := time.Now()
+	if result := check(s.ctx, s.handler, s.target, s.limit.MaxExecution, &s.conn); s.ctx.Err() == nil {
+		// (Cancelled mid-check, the result says nothing about the target.)
 		s.metrics.record(result)
 		if ev := s.apply(result); s.news(ev) {
 			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
+			case s.out <- ev:
+				s.last, s.sent = ev, true
+			case <-s.ctx.Done():
 			}
-			s.last, s.sent = ev, true
 		}
-		// Counters are updated first, then the period is computed from them
-		// (SPEC.md §2.2); a check that outlasted its period is followed at once.
-		now := time.Now()
-		wait := s.limit.Wait(s.successes, started, now)
-		wait = coalesce(wait, slack(s.limit.Period(s.successes)), now.Sub(epoch))
-		if wait > keepIdle {
-			s.conn.close() // the server would likely close it first
-		}
-		timer.Reset(wait)
 	}
+	// Counters are updated first, then the period is computed from them
+	// (SPEC.md §2.2); a check that outlasted its period is followed at once.
+	now := time.Now()
+	wait := s.limit.Wait(s.successes, started, now)
+	wait = coalesce(wait, slack(s.limit.Period(s.successes)), now.Sub(epoch))
+	if wait > keepIdle {
+		s.conn.close() // the server would likely close it first
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checking = false
+	if s.ctx.Err() != nil {
+		s.end()
+		return
+	}
+	s.timer.Reset(wait)
 }
 
 // apply counts result against the thresholds and returns the event to report.

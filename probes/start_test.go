@@ -247,6 +247,11 @@ func TestCancelStopsPromptly(t *testing.T) {
 			},
 		},
 		{
+			name:  "before the first check",
+			probe: probeSpec(allOK(t, healthy), limits{initialDelay: 60000, minPeriod: 10, maxPeriod: 10, backOff: 1}, 1, 1),
+			reached: func(t *testing.T, events <-chan Event, container string) {},
+		},
+		{
 			name:  "sending an event",
 			probe: probeSpec(allOK(t, unread), fixed(10), 1, 1),
 			reached: func(t *testing.T, events <-chan Event, container string) {
@@ -374,5 +379,40 @@ func waitCounter(t *testing.T, container string, kind Kind, result string, want 
 			t.Fatalf("%s %s checks of %q: %d after 5s, want %d", kind, result, container, checks(container, kind, result), want)
 		}
 		<-tick.C
+	}
+}
+
+// Between checks a probe holds no goroutine (and so no stack): a hundred probes
+// waiting for their next check add only their timers.
+func TestIdleProbesHoldNoGoroutines(t *testing.T) {
+	server, h := scripted(t, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	events := make(chan Event, 1000)
+	before := runtime.NumGoroutine()
+	const n = 100
+	dones := make([]<-chan struct{}, n)
+	for i := range dones {
+		p := probeSpec(allOK(t, server), fixed(60000), 1, 1)
+		dones[i] = Start(ctx, Readiness, p, Target{Container: unique("idle")}, 1, events)
+	}
+	h.wait(t, n, 5*time.Second) // every probe has made its first check
+	for range n {
+		nextEvent(t, events, 5*time.Second) // and reported it
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	// The server's handlers and kept connections come and go; the probes must not stay.
+	for runtime.NumGoroutine() >= before+n/2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines before %d idle probes, %d now", before, n, runtime.NumGoroutine())
+		}
+		<-time.After(10 * time.Millisecond)
+	}
+	cancel()
+	for _, done := range dones {
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			t.Fatal("an idle probe did not end 2s after cancel")
+		}
 	}
 }
