@@ -247,8 +247,8 @@ func TestCancelStopsPromptly(t *testing.T) {
 			},
 		},
 		{
-			name:  "before the first check",
-			probe: probeSpec(allOK(t, healthy), limits{initialDelay: 60000, minPeriod: 10, maxPeriod: 10, backOff: 1}, 1, 1),
+			name:    "before the first check",
+			probe:   probeSpec(allOK(t, healthy), limits{initialDelay: 60000, minPeriod: 10, maxPeriod: 10, backOff: 1}, 1, 1),
 			reached: func(t *testing.T, events <-chan Event, container string) {},
 		},
 		{
