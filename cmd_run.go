@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
-	"github.com/tend-sh/tend/internal/lowmem"
+	"github.com/tend-sh/tend/internal/footprint"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/supervisor"
 )
@@ -61,7 +61,7 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return specFailure(path, err)
 			}
-			lowmem.ReleaseAfterStartup()
+			footprint.SettleAfterStartup()
 			sv := supervisor.New(s, supervisor.Options{
 				Load:           func() (*spec.Spec, error) { return loadSpec(path, vars) },
 				Listen:         c.StringSlice("listen"),
