@@ -87,6 +87,7 @@ func Start(ctx context.Context, kind Kind, p *spec.Probe, t Target, run uint64, 
 		done:             make(chan struct{}),
 	}
 	s.mu.Lock() // the timer may fire before it is stored
+	s.due = time.Since(epoch) + s.limit.InitialDelay
 	s.timer = time.AfterFunc(s.limit.InitialDelay, s.tick)
 	s.mu.Unlock()
 	context.AfterFunc(ctx, s.cancel)
@@ -119,6 +120,7 @@ type schedule struct {
 
 	mu       sync.Mutex
 	timer    *time.Timer
+	due      time.Duration // when the next (or running) check is due, from epoch
 	checking bool // a check runs: it ends the probe itself if ctx is done meanwhile
 	ended    bool
 
@@ -158,7 +160,8 @@ func (s *schedule) end() {
 
 // tick runs one check when the timer fires, reports it, and sets the timer for the
 // next one: the period is measured from the start of one check to the start of the
-// next.
+// next, the start being when the check was due (the timer's own latency is not added
+// to every period).
 func (s *schedule) tick() {
 	s.mu.Lock()
 	if s.ended || s.ctx.Err() != nil {
@@ -168,7 +171,6 @@ func (s *schedule) tick() {
 	s.checking = true
 	s.mu.Unlock()
 
-	started := time.Now()
 	if result := check(s.ctx, s.handler, s.target, s.limit.MaxExecution, &s.conn); s.ctx.Err() == nil {
 		// (Cancelled mid-check, the result says nothing about the target.)
 		s.metrics.record(result)
@@ -182,9 +184,9 @@ func (s *schedule) tick() {
 	}
 	// Counters are updated first, then the period is computed from them
 	// (SPEC.md §2.2); a check that outlasted its period is followed at once.
-	now := time.Now()
-	wait := s.limit.Wait(s.successes, started, now)
-	wait = coalesce(wait, slack(s.limit.Period(s.successes)), now.Sub(epoch))
+	now := time.Since(epoch)
+	s.due = next(s.due, s.limit.Period(s.successes), now)
+	wait := s.due - now
 	if wait > keepIdle {
 		s.conn.close() // the server would likely close it first
 	}
@@ -225,34 +227,36 @@ func (s *schedule) apply(result Result) Event {
 	}
 }
 
-// maxSlack bounds how late a check may start so that it shares a wake-up (slack).
-const maxSlack = 32 * time.Millisecond
-
-// epoch is where the grid of coalesce starts; every probe shares it.
+// epoch is where the grid of next starts; every probe shares it.
 var epoch = time.Now()
 
-// slack is how late a check with this period may start: 1/16 of the period, rounded
-// down to a power of two of a millisecond, at most maxSlack, none for periods under
-// 16 ms. It is timer slack, as systemd's AccuracySec: a check is never early.
+// grids are the steps checks are aligned to, largest first. Each divides the one
+// before it, so checks of different periods still meet, and the largest divide
+// the periods people write (100 ms, 250 ms, 1 s, 5 s, 1 min), which then stay exact.
+var grids = []time.Duration{40 * time.Millisecond, 20 * time.Millisecond, 10 * time.Millisecond, 5 * time.Millisecond, time.Millisecond}
+
+// slack is the grid step for a period: the largest of grids up to 1/16 of the
+// period, none for periods under 16 ms. It is timer slack, as systemd's AccuracySec.
 func slack(period time.Duration) time.Duration {
-	g := maxSlack
-	for g > period/16 {
-		g /= 2
+	for _, g := range grids {
+		if g <= period/16 {
+			return g
+		}
 	}
-	if g < time.Millisecond {
-		return 0
-	}
-	return g
+	return 0
 }
 
-// coalesce lengthens wait, by less than grid, so that it ends on a multiple of grid
-// counted from epoch; since is the time from epoch to now. Checks due within the same
-// grid step then start together, and one wake-up of tend serves them all: at 200
-// checks a second this halves tend's CPU, since a wake-up costs about as much as the
-// check itself. A wait of 0 (the check outlasted its period) stays 0.
-func coalesce(wait, grid, since time.Duration) time.Duration {
-	if wait <= 0 || grid <= 0 {
-		return wait
+// next is when the check after one that was due at due is due, all counted from
+// epoch: a period later, rounded up to the period's grid step (slack), or now if that
+// has passed (the check outlasted its period). Checks due within the same step then
+// start together, and one wake-up of tend serves them all: at 200 checks a second
+// that halves tend's CPU, since a wake-up costs about as much as a check. A check is
+// never early, and at most one step (1/16 of the period, 40 ms) late; a period that
+// is a multiple of its step is kept exactly.
+func next(due, period, now time.Duration) time.Duration {
+	t := due + period
+	if g := slack(period); g > 0 {
+		t = (t + g - 1) / g * g
 	}
-	return wait + (grid-(since+wait)%grid)%grid
+	return max(t, now)
 }

@@ -5,49 +5,59 @@ import (
 	"time"
 )
 
+const ms = time.Millisecond
+
 func TestSlack(t *testing.T) {
-	const ms = time.Millisecond
 	tests := []struct{ period, want time.Duration }{
 		{10 * ms, 0}, // under 16 ms: checks run on time
 		{15 * ms, 0},
 		{16 * ms, 1 * ms},
-		{50 * ms, 2 * ms},
-		{100 * ms, 4 * ms},
-		{511 * ms, 16 * ms},
-		{512 * ms, 32 * ms},
-		{1000 * ms, 32 * ms},
-		{60000 * ms, 32 * ms}, // capped
+		{79 * ms, 1 * ms},
+		{80 * ms, 5 * ms},
+		{100 * ms, 5 * ms},
+		{250 * ms, 10 * ms},
+		{500 * ms, 20 * ms},
+		{639 * ms, 20 * ms},
+		{640 * ms, 40 * ms},
+		{1000 * ms, 40 * ms},
+		{60000 * ms, 40 * ms}, // at most the largest step
 	}
 	for _, tt := range tests {
 		if got := slack(tt.period); got != tt.want {
 			t.Errorf("slack(%v) = %v, want %v", tt.period, got, tt.want)
 		}
 	}
-}
-
-func TestCoalesce(t *testing.T) {
-	const ms = time.Millisecond
-	tests := []struct {
-		name              string
-		wait, grid, since time.Duration
-		want              time.Duration
-	}{
-		{"ends on the grid already", 1000 * ms, 32 * ms, 24 * ms, 1000 * ms}, // 1024 = 32×32
-		{"one past the grid", 1000 * ms, 32 * ms, 25 * ms, 1031 * ms},
-		{"one short of the grid", 999 * ms, 32 * ms, 24 * ms, 1000 * ms},
-		{"no grid", 999 * ms, 0, 24 * ms, 999 * ms},
-		{"overran its period: at once", 0, 32 * ms, 25 * ms, 0},
-	}
-	for _, tt := range tests {
-		if got := coalesce(tt.wait, tt.grid, tt.since); got != tt.want {
-			t.Errorf("%s: coalesce(%v, %v, %v) = %v, want %v", tt.name, tt.wait, tt.grid, tt.since, got, tt.want)
+	// Each step divides the one before it, so that checks of different periods meet.
+	for i := 1; i < len(grids); i++ {
+		if grids[i-1]%grids[i] != 0 {
+			t.Errorf("grid step %v does not divide %v", grids[i], grids[i-1])
 		}
 	}
-	// Whatever the phase: never early, less than one grid step late, on the grid.
-	for since := time.Duration(0); since < 100*ms; since += 7 * ms / 3 {
-		got := coalesce(1000*ms, 32*ms, since)
-		if got < 1000*ms || got-1000*ms >= 32*ms || (since+got)%(32*ms) != 0 {
-			t.Errorf("coalesce(1s, 32ms, %v) = %v", since, got)
+}
+
+func TestNext(t *testing.T) {
+	tests := []struct {
+		name             string
+		due, period, now time.Duration
+		want             time.Duration
+	}{
+		{"a period that is a multiple of its step stays exact", 1040 * ms, 1000 * ms, 1041 * ms, 2040 * ms},
+		{"otherwise rounded up to the step", 1040 * ms, 1500 * ms, 1041 * ms, 2560 * ms},
+		{"the first check's due time need not be on the grid", 2003 * ms, 1000 * ms, 2004 * ms, 3040 * ms},
+		{"timer latency is not added", 1040 * ms, 1000 * ms, 1049 * ms, 2040 * ms},
+		{"no step under 16 ms", 1003 * ms, 10 * ms, 1004 * ms, 1013 * ms},
+		{"outlasted its period: at once", 1040 * ms, 1000 * ms, 2500 * ms, 2500 * ms},
+	}
+	for _, tt := range tests {
+		if got := next(tt.due, tt.period, tt.now); got != tt.want {
+			t.Errorf("%s: next(%v, %v, %v) = %v, want %v", tt.name, tt.due, tt.period, tt.now, got, tt.want)
+		}
+	}
+	// Whatever the phase: never early, less than one step late, on the grid.
+	for due := time.Duration(0); due < 100*ms; due += 7 * ms / 3 {
+		got := next(due, 1000*ms, due)
+		if late := got - due - 1000*ms; late < 0 || late >= 40*ms || got%(40*ms) != 0 {
+			t.Errorf("next(%v, 1s, %v) = %v", due, due, got)
 		}
 	}
 }
