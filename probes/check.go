@@ -36,8 +36,11 @@ const (
 // instead of growing tend's memory.
 const maxAnswer = 64<<10 + MaxBody
 
-// dialer opens the connections of HTTP and TCP checks.
-var dialer net.Dialer
+// dialer opens the connections of HTTP and TCP checks. TCP keep-alive is off: a
+// probe's connection is used at least every keepIdle and dropped after maxConnAge, so
+// keep-alive would never send a packet, and turning it on costs four system calls
+// per connection.
+var dialer = net.Dialer{KeepAlive: -1}
 
 // readers are the buffered readers of HTTP checks, reused across checks.
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
