@@ -120,10 +120,10 @@ type schedule struct {
 
 	mu       sync.Mutex
 	timer    *time.Timer
-	due      time.Duration // when the next (or running) check is due, from epoch
 	checking bool // a check runs: it ends the probe itself if ctx is done meanwhile
 	ended    bool
 
+	due                 time.Duration // when the next (or running) check is due, from epoch
 	successes, failures int
 	healthy             bool
 	conn                session // the HTTP connection kept between checks
