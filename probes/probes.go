@@ -73,7 +73,17 @@ type Event struct {
 // probe has ended, which is soon after ctx is done: an in-flight check is cancelled
 // (an exec check's process group killed) and its result is not sent.
 func Start(ctx context.Context, kind Kind, p *spec.Probe, t Target, run uint64, out chan<- Event) <-chan struct{} {
-	s := &schedule{
+	s := newSchedule(ctx, kind, p, t, run, out)
+	s.mu.Lock() // the timer may fire before it is stored
+	s.due = time.Since(epoch) + s.limit.InitialDelay
+	s.timer = time.AfterFunc(s.limit.InitialDelay, s.tick)
+	s.mu.Unlock()
+	context.AfterFunc(ctx, s.cancel)
+	return s.done
+}
+
+func newSchedule(ctx context.Context, kind Kind, p *spec.Probe, t Target, run uint64, out chan<- Event) *schedule {
+	return &schedule{
 		kind:             kind,
 		handler:          p.Handler,
 		limit:            restart.FromSpec(p.TimeLimit),
@@ -85,13 +95,10 @@ func Start(ctx context.Context, kind Kind, p *spec.Probe, t Target, run uint64, 
 		ctx:              ctx,
 		out:              out,
 		done:             make(chan struct{}),
+		// An exec check costs a fork and an exec, far more than a wake-up: aligning
+		// those would only make every container's check fork at the same moment.
+		aligned: p.Handler.Exec == nil,
 	}
-	s.mu.Lock() // the timer may fire before it is stored
-	s.due = time.Since(epoch) + s.limit.InitialDelay
-	s.timer = time.AfterFunc(s.limit.InitialDelay, s.tick)
-	s.mu.Unlock()
-	context.AfterFunc(ctx, s.cancel)
-	return s.done
 }
 
 // threshold reads a defaulted threshold; a missing or non-positive one acts as 1.
@@ -117,6 +124,7 @@ type schedule struct {
 	ctx              context.Context
 	out              chan<- Event
 	done             chan struct{} // closed by end
+	aligned          bool          // checks are due on the shared grid (next)
 
 	mu       sync.Mutex
 	timer    *time.Timer
@@ -185,7 +193,12 @@ func (s *schedule) tick() {
 	// Counters are updated first, then the period is computed from them
 	// (SPEC.md §2.2); a check that outlasted its period is followed at once.
 	now := time.Since(epoch)
-	s.due = next(s.due, s.limit.Period(s.successes), now)
+	period := s.limit.Period(s.successes)
+	var step time.Duration
+	if s.aligned {
+		step = slack(period)
+	}
+	s.due = next(s.due, period, step, now)
 	wait := s.due - now
 	if wait > keepIdle {
 		s.conn.close() // the server would likely close it first
@@ -247,16 +260,17 @@ func slack(period time.Duration) time.Duration {
 }
 
 // next is when the check after one that was due at due is due, all counted from
-// epoch: a period later, rounded up to the period's grid step (slack), or now if that
-// has passed (the check outlasted its period). Checks due within the same step then
-// start together, and one wake-up of tend serves them all: at 200 checks a second
-// that halves tend's CPU, since a wake-up costs about as much as a check. A check is
-// never early, and at most one step (1/16 of the period, 40 ms) late; a period that
-// is a multiple of its step is kept exactly.
-func next(due, period, now time.Duration) time.Duration {
+// epoch: a period later, rounded up to a multiple of step (slack of the period; 0:
+// not rounded), or now if that has passed (the check outlasted its period). HTTP and
+// TCP checks due within the same step then start together, and one wake-up of tend
+// serves them all: at 200 checks a second that halves tend's CPU, since a wake-up
+// costs about as much as such a check. A check is never early, and at most one step
+// (1/16 of the period, 40 ms) late; a period that is a multiple of its step is kept
+// exactly.
+func next(due, period, step, now time.Duration) time.Duration {
 	t := due + period
-	if g := slack(period); g > 0 {
-		t = (t + g - 1) / g * g
+	if step > 0 {
+		t = (t + step - 1) / step * step
 	}
 	return max(t, now)
 }
