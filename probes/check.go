@@ -89,8 +89,8 @@ var maxConnAge = 10 * time.Second
 // not held only to find it closed by the server. A variable for tests.
 var keepIdle = 4 * time.Second
 
-// session is the HTTP connection a probe keeps between its checks; it is owned by
-// the probe's goroutine.
+// session is the HTTP connection a probe keeps between its checks; it belongs to
+// the check in progress (a probe's checks never overlap).
 type session struct {
 	conn   net.Conn
 	opened time.Time
