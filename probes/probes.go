@@ -82,6 +82,7 @@ func Start(ctx context.Context, kind Kind, p *spec.Probe, t Target, run uint64, 
 	return s.done
 }
 
+// newSchedule is probe p's schedule before its timer is set.
 func newSchedule(ctx context.Context, kind Kind, p *spec.Probe, t Target, run uint64, out chan<- Event) *schedule {
 	return &schedule{
 		kind:             kind,
@@ -179,8 +180,9 @@ func (s *schedule) tick() {
 	s.checking = true
 	s.mu.Unlock()
 
-	if result := check(s.ctx, s.handler, s.target, s.limit.MaxExecution, &s.conn); s.ctx.Err() == nil {
-		// (Cancelled mid-check, the result says nothing about the target.)
+	result := check(s.ctx, s.handler, s.target, s.limit.MaxExecution, &s.conn)
+	// A check cancelled midway says nothing about the target: not counted, not sent.
+	if s.ctx.Err() == nil {
 		s.metrics.record(result)
 		if ev := s.apply(result); s.news(ev) {
 			select {
