@@ -18,26 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tend-sh/tend/internal/testutil"
 	"github.com/tend-sh/tend/proc"
 )
 
 // lockedBuffer collects output safely across goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer = testutil.SyncBuffer
 
 func TestLineWriterPrefixesLines(t *testing.T) {
 	var out, file lockedBuffer
