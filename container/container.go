@@ -484,7 +484,7 @@ func (l *loop) recordExit(e proc.Exit, reason string) {
 	}
 	x := &status.Exit{Code: e.Status(), At: status.At(time.Now()), Reason: reason}
 	if e.Signal != 0 {
-		x.Signal = signalName(e.Signal)
+		x.Signal = spec.SignalName(e.Signal)
 	}
 	l.st.LastExit = x
 }

@@ -2,12 +2,9 @@ package container
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/tend-sh/tend/probes"
 	"github.com/tend-sh/tend/proc"
@@ -186,11 +183,11 @@ func (r *stopRun) stopProcess() {
 		}
 	}
 	if pol.UnixSignal != nil {
-		sig := signalNumber(pol.UnixSignal.Signal)
+		sig := pol.UnixSignal.Number()
 		r.step(stepHandler)
 		r.arrive() // its signal is the termination request
 		for try := 1; try <= maxTries; try++ {
-			r.log(stepHandler, "signal", signalName(sig), "try", try)
+			r.log(stepHandler, "signal", spec.SignalName(sig), "try", try)
 			_ = r.p.Signal(sig)
 			// After each try, the last included, wait one period for the exit.
 			if r.waitExit(tl.Period(try)) {
@@ -312,21 +309,4 @@ func deref64(p *int64) int64 {
 		return 0
 	}
 	return *p
-}
-
-// signalName is "SIGTERM" for syscall.SIGTERM.
-func signalName(sig syscall.Signal) string {
-	if name := unix.SignalName(sig); name != "" {
-		return name
-	}
-	return sig.String()
-}
-
-// signalNumber turns "SIGINT" or "INT" (validated by spec) into a signal.
-func signalNumber(name string) syscall.Signal {
-	name = strings.ToUpper(name)
-	if !strings.HasPrefix(name, "SIG") {
-		name = "SIG" + name
-	}
-	return unix.SignalNum(name)
 }

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tend-sh/tend/spec"
 )
 
 // Cmd is a process to start in a new process group (pgid = pid).
@@ -79,16 +81,9 @@ func (e Exit) String() string {
 	case e.TimedOut:
 		return "timed out"
 	case e.Signal != 0:
-		return "killed by " + signalName(e.Signal)
+		return "killed by " + spec.SignalName(e.Signal)
 	}
 	return "exit code " + strconv.Itoa(e.Code)
-}
-
-func signalName(sig syscall.Signal) string {
-	if name := unix.SignalName(sig); name != "" {
-		return name
-	}
-	return "signal " + strconv.Itoa(int(sig))
 }
 
 // Process is a started process.
@@ -191,7 +186,7 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	}
 	// Not reaped while we hold reapMu: the pid is still ours (alive or a zombie).
 	if err := unix.Kill(p.pid, sig); err != nil && err != unix.ESRCH {
-		return fmt.Errorf("signal %s to pid %d: %w", signalName(sig), p.pid, err)
+		return fmt.Errorf("signal %s to pid %d: %w", spec.SignalName(sig), p.pid, err)
 	}
 	return nil
 }
@@ -209,7 +204,7 @@ func (p *Process) SignalGroup(sig syscall.Signal) error {
 		}
 	}
 	if err := unix.Kill(-p.pid, sig); err != nil && err != unix.ESRCH {
-		return fmt.Errorf("signal %s to process group %d: %w", signalName(sig), p.pid, err)
+		return fmt.Errorf("signal %s to process group %d: %w", spec.SignalName(sig), p.pid, err)
 	}
 	return nil
 }

@@ -54,6 +54,38 @@ func ParseSignal(name string) (syscall.Signal, string, bool) {
 	return syscall.Signal(num), "SIG" + n, true
 }
 
+// SignalName is the canonical name of sig as kill -l prints it ("SIGTERM",
+// "SIGRTMIN+3", "SIGRTMAX-1"): the one spelling used in logs and status, and the one
+// ParseSignal returns, so that a name read back parses to the same signal.
+func SignalName(sig syscall.Signal) string {
+	n := int(sig)
+	if name, ok := signalNames[n]; ok {
+		return name
+	}
+	switch {
+	case n >= sigRTMin && n <= sigRTMin+15:
+		return "SIGRTMIN+" + strconv.Itoa(n-sigRTMin)
+	case n > sigRTMin+15 && n <= sigRTMax:
+		return "SIGRTMAX-" + strconv.Itoa(sigRTMax-n)
+	}
+	return "signal " + strconv.Itoa(n)
+}
+
+// signalNames maps numbers back to names; where two names share a number (IOT and
+// ABRT, POLL and IO) the one kill -l prints wins.
+var signalNames = func() map[int]string {
+	m := map[int]string{}
+	for name, n := range linuxSignals {
+		if name == "IOT" || name == "POLL" {
+			continue
+		}
+		m[n] = "SIG" + name
+	}
+	m[sigRTMin] = "SIGRTMIN"
+	m[sigRTMax] = "SIGRTMAX"
+	return m
+}()
+
 // Number is the signal to send; valid after Load (which checked the name).
 func (u UnixSignal) Number() syscall.Signal {
 	sig, _, _ := ParseSignal(u.Signal)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 
 	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/proc"
@@ -351,7 +350,7 @@ func (sv *Supervisor) prepare(ctx context.Context) error {
 				x := &status.Exit{Code: e.Status(), At: status.At(time.Now()), Reason: e.String()}
 				if e.Signal != 0 {
 					// The name alone ("SIGKILL"), as in a container's last_exit.
-					x.Signal = unix.SignalName(e.Signal)
+					x.Signal = spec.SignalName(e.Signal)
 				}
 				sv.setInit(i, func(st *status.InitContainer) { st.Attempts++; st.LastExit = x })
 				ev := sv.log.Info()
