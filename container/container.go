@@ -36,6 +36,9 @@ type Config struct {
 	Changed func()
 	// Rand returns a uniform float in [0, 1) for the restart jitter; nil uses math/rand.
 	Rand func() float64
+	// StoppedByRequest starts the container stopped, as `tend stop` left the one it
+	// replaces (a reload changed its spec): it waits for `tend start`.
+	StoppedByRequest bool
 }
 
 // StopOp is one stop operation shared by the containers it stops together.
@@ -72,6 +75,8 @@ type command struct {
 	kind   commandKind
 	op     StopOp
 	signal syscall.Signal
+	// request: a person asked (the API), not a reload; a requested stop sticks.
+	request bool
 }
 
 // New prepares a container; it opens its log file when the spec has one.
@@ -84,7 +89,7 @@ func New(cfg Config) (*Container, error) {
 		}
 		c.logFile = f
 	}
-	st := initialStatus(cfg.Spec, time.Now())
+	st := initialStatus(cfg.Spec, cfg.StoppedByRequest, time.Now())
 	c.status.Store(&st)
 	return c, nil
 }
@@ -123,13 +128,23 @@ func (c *Container) Shutdown(op StopOp) {
 	}
 }
 
-// Stop sets target_state removed: the container is stopped by its stop policy and
-// stays stopped.
-func (c *Container) Stop() { c.send(command{kind: cmdStop}) }
+// Stop sets target_state removed at a person's request: the container is stopped
+// by its stop policy and stays stopped, across reloads too, until Start or Restart.
+func (c *Container) Stop() { c.send(command{kind: cmdStop, request: true}) }
 
 // Start sets target_state active and starts a stopped container (its init commands
 // run only if they never ran for this spec).
-func (c *Container) Start() { c.send(command{kind: cmdStart}) }
+func (c *Container) Start() { c.send(command{kind: cmdStart, request: true}) }
+
+// Retarget applies a target_state that a reload changed: removed stops the container
+// (not by request: a later reload may start it again), active starts it.
+func (c *Container) Retarget(target string) {
+	if target == spec.TargetRemoved {
+		c.send(command{kind: cmdStop})
+	} else {
+		c.send(command{kind: cmdStart})
+	}
+}
 
 // Restart stops a running container by its stop policy and starts it again at once;
 // a container waiting in backoff starts at once.
@@ -177,20 +192,33 @@ func (l *loop) drainOutput() {
 	}
 }
 
-func initialStatus(sc *spec.Container, now time.Time) status.Container {
+func initialStatus(sc *spec.Container, stoppedByRequest bool, now time.Time) status.Container {
 	st := status.Container{
-		Name:        sc.Name,
-		State:       status.Waiting,
-		TargetState: sc.TargetState,
-		Alive:       status.NewCondition(false, "NotStarted", "", now),
-		Ready:       status.NewCondition(false, "NotStarted", "", now),
+		Name:             sc.Name,
+		State:            status.Waiting,
+		TargetState:      sc.TargetState,
+		StoppedByRequest: stoppedByRequest,
+		Alive:            status.NewCondition(false, "NotStarted", "", now),
+		Ready:            status.NewCondition(false, "NotStarted", "", now),
 	}
-	if sc.TargetState == spec.TargetRemoved {
+	if stoppedByRequest {
+		st.TargetState = spec.TargetRemoved
+	}
+	if st.TargetState == spec.TargetRemoved {
 		st.State = status.Stopped
-		st.Ready = status.NewCondition(true, "Removed", "target_state is removed", now)
-		st.Alive = status.NewCondition(false, "Removed", "", now)
+		reason, msg := removedReason(st)
+		st.Ready = status.NewCondition(true, reason, msg, now)
+		st.Alive = status.NewCondition(false, reason, "", now)
 	}
 	return st
+}
+
+// removedReason says why a stopped container counts as ready: the spec or a request.
+func removedReason(st status.Container) (reason, message string) {
+	if st.StoppedByRequest {
+		return "StoppedByRequest", "stopped by request (tend stop); tend start or restart runs it again"
+	}
+	return "Removed", "target_state is removed"
 }
 
 // loop is the state owned by Run's goroutine. Nothing else touches it.
@@ -255,7 +283,7 @@ func newLoop(c *Container) *loop {
 }
 
 func (l *loop) run(ctx context.Context) {
-	if l.sc.TargetState != spec.TargetRemoved {
+	if l.st.TargetState != spec.TargetRemoved {
 		l.begin()
 	}
 	for {
@@ -515,9 +543,13 @@ func (l *loop) onCommand(cmd command) bool {
 		return l.beginStop(cmd.op, cmdShutdown)
 	case cmdStop:
 		l.st.TargetState = spec.TargetRemoved
+		if cmd.request {
+			l.st.StoppedByRequest = true
+		}
 		return l.beginStop(StopOp{}, cmdStop)
 	case cmdStart:
 		l.st.TargetState = spec.TargetActive
+		l.st.StoppedByRequest = false
 		switch l.st.State {
 		case status.Stopping:
 			if l.afterStop == cmdStop {
@@ -537,6 +569,7 @@ func (l *loop) onCommand(cmd command) bool {
 		return false
 	case cmdRestart:
 		l.st.TargetState = spec.TargetActive
+		l.st.StoppedByRequest = false
 		switch l.st.State {
 		case status.Running:
 			return l.beginStop(StopOp{}, cmdRestart)
@@ -648,7 +681,8 @@ func (l *loop) finishStop() bool {
 		l.begin()
 		return false
 	default:
-		l.st.Ready.Set(true, "Removed", "target_state is removed", now)
+		reason, msg := removedReason(l.st)
+		l.st.Ready.Set(true, reason, msg, now)
 		l.setState(status.Stopped, "")
 		return false
 	}

@@ -113,6 +113,9 @@ type Container struct {
 	Alive       Condition `json:"alive"`
 	Ready       Condition `json:"ready"`
 	LastExit    *Exit     `json:"last_exit"`
+	// StoppedByRequest is true after `tend stop` until `tend start` or `tend
+	// restart`: reloads keep such a container stopped.
+	StoppedByRequest bool `json:"stopped_by_request"`
 	// StopStep tells where a stopping container is: handler, wait_after, barrier,
 	// term, kill or destroy. Empty outside stopping.
 	StopStep string `json:"stop_step,omitempty"`

@@ -61,19 +61,18 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 		oc := old[cs.Name]
 		delete(old, cs.Name)
 		if oc != nil && sameContainer(prev, oc.Spec(), next, cs) {
-			if oc.Status().TargetState != cs.TargetState {
-				if cs.TargetState == spec.TargetRemoved {
-					targets = append(targets, oc.Stop)
-				} else {
-					targets = append(targets, oc.Start)
-				}
+			// A container stopped by request stays stopped whatever the spec says.
+			if st := oc.Status(); !st.StoppedByRequest && st.TargetState != cs.TargetState {
+				targets = append(targets, func() { oc.Retarget(cs.TargetState) })
 			}
 			keep = append(keep, oc)
 			list = append(list, oc)
 			final = append(final, oc)
 			continue
 		}
-		nc, err := sv.newContainer(next, cs)
+		// A changed container that was stopped by request is built stopped: the
+		// reload updates what `tend start` will run.
+		nc, err := sv.newContainer(next, cs, oc != nil && oc.Status().StoppedByRequest)
 		if err != nil {
 			for _, c := range final {
 				if !slices.Contains(keep, c) {

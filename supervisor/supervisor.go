@@ -249,7 +249,7 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 	})
 	sv.log.Info().Msg("prepared; starting containers")
 	for i := range sv.spec.Containers {
-		c, err := sv.newContainer(sv.spec, &sv.spec.Containers[i])
+		c, err := sv.newContainer(sv.spec, &sv.spec.Containers[i], false)
 		if err != nil {
 			sv.killAll()
 			return 1, &ExitError{err}
@@ -305,7 +305,7 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 }
 
 // newContainer builds a container of spec s.
-func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container) (*container.Container, error) {
+func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container, stoppedByRequest bool) (*container.Container, error) {
 	logFile := ""
 	if cs.Log != nil && cs.Log.File != "" {
 		logFile = s.WorkDir(cs.Log.File) // relative to instance.dir, like working_dir
@@ -319,6 +319,8 @@ func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container) (*container
 		Stderr:  sv.stderr,
 		Log:     sv.log,
 		Changed: sv.notify,
+
+		StoppedByRequest: stoppedByRequest,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", cs.Name, err)

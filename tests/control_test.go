@@ -265,3 +265,82 @@ containers:
 		t.Errorf("exit code after tend shutdown = %d, want 0", code)
 	}
 }
+
+// A container stopped by request stays stopped across reloads, also when the reload
+// changes its spec (which updates what start will run), until it is started again.
+func TestStopByRequestSticksAcrossReload(t *testing.T) {
+	spec := func(bVersion string, extra ...string) string {
+		s := `
+containers:
+  - name: a
+    command: ["sh", "-c", "echo a >> {DIR}/a; exec sleep 600"]
+  - name: b
+    command: ["sh", "-c", "echo ` + bVersion + ` >> {DIR}/b; exec sleep 600"]
+`
+		for _, name := range extra {
+			s += "  - {name: " + name + ", command: [sleep, 600]}\n"
+		}
+		return s
+	}
+	tp := start(t, spec("v1"))
+	tp.waitStatus(10*time.Second, "a and b running", func(d status.Document) bool {
+		return containerStatus(d, "a").State == status.Running && containerStatus(d, "b").State == status.Running
+	})
+	for _, n := range []string{"a", "b"} {
+		if code := post(t, tp, "/v1/containers/"+n+"/stop"); code != 200 {
+			t.Fatalf("stop %s: %d", n, code)
+		}
+	}
+	stoppedByRequest := func(c status.Container) bool {
+		return c.State == status.Stopped && c.StoppedByRequest && c.TargetState == "removed" &&
+			c.Ready.Status == "True" && c.Ready.Reason == "StoppedByRequest"
+	}
+	tp.waitStatus(10*time.Second, "a and b stopped by request", func(d status.Document) bool {
+		return stoppedByRequest(containerStatus(d, "a")) && stoppedByRequest(containerStatus(d, "b"))
+	})
+	reload := func(text, marker string) status.Document {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(tp.dir, "spec.yaml"), []byte(strings.ReplaceAll(text, "{DIR}", tp.dir)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code := post(t, tp, "/v1/reload"); code != 200 {
+			t.Fatalf("reload: %d", code)
+		}
+		return tp.waitStatus(10*time.Second, "reload applied ("+marker+" running)", func(d status.Document) bool {
+			return containerStatus(d, marker).State == status.Running
+		})
+	}
+	// a unchanged, b changed: both stay stopped.
+	doc := reload(spec("v2", "m1"), "m1")
+	for _, n := range []string{"a", "b"} {
+		if c := containerStatus(doc, n); !stoppedByRequest(c) {
+			t.Errorf("%s after a reload: %+v, want stopped by request", n, c)
+		}
+	}
+	if got := strings.Join(lines(t, filepath.Join(tp.dir, "b")), ","); got != "v1" {
+		t.Errorf("b ran %q after the reload, want only v1", got)
+	}
+	// start runs what the reload put in place, and clears the flag.
+	if code := post(t, tp, "/v1/containers/b/start"); code != 200 {
+		t.Fatalf("start b: %d", code)
+	}
+	doc = tp.waitStatus(10*time.Second, "b running", func(d status.Document) bool {
+		c := containerStatus(d, "b")
+		return c.State == status.Running && !c.StoppedByRequest && c.TargetState == "active"
+	})
+	bPid := *containerStatus(doc, "b").Pid
+	waitFor(t, 5*time.Second, "b ran v2", func() (bool, string) {
+		got := strings.Join(lines(t, filepath.Join(tp.dir, "b")), ",")
+		return got == "v1,v2", got
+	})
+	doc = reload(spec("v2", "m2"), "m2")
+	if c := containerStatus(doc, "b"); c.Pid == nil || *c.Pid != bPid {
+		t.Errorf("b was touched by an unchanged reload: %+v", c)
+	}
+	if c := containerStatus(doc, "a"); !stoppedByRequest(c) {
+		t.Errorf("a after a second reload: %+v", c)
+	}
+	if n := len(lines(t, filepath.Join(tp.dir, "a"))); n != 1 {
+		t.Errorf("a started %d times, want 1", n)
+	}
+}
