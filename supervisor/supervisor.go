@@ -399,14 +399,33 @@ func (sv *Supervisor) current() []*container.Container {
 func (sv *Supervisor) updateReady() {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
-	now := time.Now()
-	if !sv.installed.True() {
+	sv.refreshReadyLocked(sv.snapshotsLocked(), time.Now())
+}
+
+// snapshotsLocked returns every container's status snapshot, in spec order.
+func (sv *Supervisor) snapshotsLocked() []status.Container {
+	out := make([]status.Container, 0, len(sv.containers))
+	for _, c := range sv.containers {
+		out = append(out, c.Status())
+	}
+	return out
+}
+
+// refreshReadyLocked sets the instance ready condition from the container snapshots
+// cs. Every status document computes it from the very snapshots it shows, so no
+// document (a report above all) pairs a stopping container with a ready instance.
+func (sv *Supervisor) refreshReadyLocked(cs []status.Container, now time.Time) {
+	switch {
+	case !sv.installed.True():
 		sv.ready.Set(false, "NotInstalled", sv.installed.Message, now)
+		return
+	case sv.state == status.InstanceStopping || sv.state == status.InstanceStopped:
+		// An instance on its way out takes no traffic, before its containers say so.
+		sv.ready.Set(false, "Stopping", "the instance is "+sv.state, now)
 		return
 	}
 	var notReady []string
-	for _, c := range sv.containers {
-		st := c.Status()
+	for _, st := range cs {
 		if !st.Ready.True() {
 			msg := st.Ready.Message
 			if msg == "" {
@@ -512,6 +531,8 @@ func (sv *Supervisor) killAll() {
 func (sv *Supervisor) Status() status.Document {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
+	cs := sv.snapshotsLocked()
+	sv.refreshReadyLocked(cs, time.Now())
 	doc := status.Document{
 		Instance:       sv.spec.Instance.Name,
 		Revision:       sv.revision,
@@ -519,11 +540,8 @@ func (sv *Supervisor) Status() status.Document {
 		Installed:      sv.installed,
 		Ready:          sv.ready,
 		InitContainers: append([]status.InitContainer{}, sv.inits...),
-		Containers:     []status.Container{},
+		Containers:     cs,
 		ReloadError:    sv.reloadErr,
-	}
-	for _, c := range sv.containers {
-		doc.Containers = append(doc.Containers, c.Status())
 	}
 	sv.resourceStatus(&doc)
 	return doc
