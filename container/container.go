@@ -507,14 +507,19 @@ func (l *loop) afterExit(e proc.Exit, ran time.Duration) {
 }
 
 func (l *loop) recordExit(e proc.Exit, reason string) {
+	l.st.LastExit = ExitStatus(e, reason, time.Now())
+}
+
+// ExitStatus is how e appears in status as a last_exit; reason "" says how it ended.
+func ExitStatus(e proc.Exit, reason string, at time.Time) *status.Exit {
 	if reason == "" {
 		reason = e.String()
 	}
-	x := &status.Exit{Code: e.Status(), At: status.At(time.Now()), Reason: reason}
+	x := &status.Exit{Code: e.Status(), At: status.At(at), Reason: reason}
 	if e.Signal != 0 {
 		x.Signal = spec.SignalName(e.Signal)
 	}
-	l.st.LastExit = x
+	return x
 }
 
 func (l *loop) setTimer(d time.Duration) {

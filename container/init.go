@@ -13,13 +13,17 @@ import (
 
 // RunUntilSuccess runs a command again and again until it exits 0, by its time_limit:
 // after initial_delay, each run bounded by max_execution_time, the period measured
-// from the start of one run to the start of the next. attempt is called after every
-// run. It returns nil on success or ctx's error once ctx is done.
-func RunUntilSuccess(ctx context.Context, argv func() ([]string, error), c proc.Cmd, tl restart.TimeLimit, attempt func(proc.Exit)) error {
+// from the start of one run to the start of the next. starting (if not nil) is called
+// before every run, attempt after it with the wait before the next try (0 after a
+// success). It returns nil on success or ctx's error once ctx is done.
+func RunUntilSuccess(ctx context.Context, argv func() ([]string, error), c proc.Cmd, tl restart.TimeLimit, starting func(), attempt func(e proc.Exit, retryIn time.Duration)) error {
 	if !restart.Sleep(ctx, tl.InitialDelay) {
 		return ctx.Err()
 	}
 	for {
+		if starting != nil {
+			starting()
+		}
 		started := time.Now()
 		var e proc.Exit
 		args, err := argv()
@@ -32,12 +36,14 @@ func RunUntilSuccess(ctx context.Context, argv func() ([]string, error), c proc.
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		attempt(e)
 		if e.Success() {
+			attempt(e, 0)
 			return nil
 		}
 		// Consecutive successes are 0 while retrying, so the period stays at step 0.
-		if !restart.Sleep(ctx, tl.Wait(0, started, time.Now())) {
+		wait := tl.Wait(0, started, time.Now())
+		attempt(e, wait)
+		if !restart.Sleep(ctx, wait) {
 			return ctx.Err()
 		}
 	}
@@ -52,8 +58,8 @@ func (l *loop) runInit(ctx context.Context) error {
 		err := RunUntilSuccess(ctx,
 			func() ([]string, error) { return spec.Argv(ic.Command, l.cfg.Env) },
 			proc.Cmd{Env: l.cfg.Env, Dir: l.cfg.Dir, Stdout: l.c.lineWriter(name, l.cfg.Stdout), Stderr: l.c.lineWriter(name, l.cfg.Stderr)},
-			restart.FromSpec(ic.TimeLimit),
-			func(e proc.Exit) {
+			restart.FromSpec(ic.TimeLimit), nil,
+			func(e proc.Exit, _ time.Duration) {
 				attempts++
 				ev := l.log.Info()
 				if !e.Success() {

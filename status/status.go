@@ -96,7 +96,7 @@ type Exit struct {
 // InitContainer is the status of one init container.
 type InitContainer struct {
 	Name     string `json:"name"`
-	State    string `json:"state"` // waiting | running | succeeded
+	State    string `json:"state"` // waiting | running | backoff | succeeded
 	Attempts int    `json:"attempts"`
 	LastExit *Exit  `json:"last_exit"`
 }
@@ -130,6 +130,7 @@ const (
 	Stopping     = "stopping"
 	Stopped      = "stopped"
 	Completed    = "completed"
+	Succeeded    = "succeeded" // an init container that exited 0
 )
 
 // Instance states (SPEC.md §7).

@@ -337,7 +337,6 @@ func (sv *Supervisor) prepare(ctx context.Context) error {
 	for i := range s.InitContainers {
 		ic := &s.InitContainers[i]
 		env := s.ProcessEnv(ic.Env)
-		sv.setInit(i, func(st *status.InitContainer) { st.State = status.Running })
 		sv.log.Info().Str("init_container", ic.Name).Msg("running init container")
 		err := container.RunUntilSuccess(ctx,
 			func() ([]string, error) { return spec.Argv(ic.Command, env) },
@@ -348,25 +347,40 @@ func (sv *Supervisor) prepare(ctx context.Context) error {
 				Stderr: container.NewLineWriter(ic.Name, sv.stderr, nil),
 			},
 			restart.FromSpec(ic.TimeLimit),
-			func(e proc.Exit) {
-				x := &status.Exit{Code: e.Status(), At: status.At(time.Now()), Reason: e.String()}
-				if e.Signal != 0 {
-					// The name alone ("SIGKILL"), as in a container's last_exit.
-					x.Signal = spec.SignalName(e.Signal)
-				}
-				sv.setInit(i, func(st *status.InitContainer) { st.Attempts++; st.LastExit = x })
-				ev := sv.log.Info()
-				if !e.Success() {
-					ev = sv.log.Warn()
-				}
-				ev.Str("init_container", ic.Name).Str("exit", e.String()).Msg("init container finished")
-			})
+			func() { sv.setInit(i, func(st *status.InitContainer) { st.State = status.Running }) },
+			func(e proc.Exit, retryIn time.Duration) { sv.initFinished(i, e, retryIn) })
 		if err != nil {
 			return fmt.Errorf("init container %q: %w", ic.Name, err)
 		}
-		sv.setInit(i, func(st *status.InitContainer) { st.State = "succeeded" })
 	}
 	return nil
+}
+
+// initFinished records one run of init container i. Between failed tries it is in
+// backoff and installed says which one fails, how, and when it runs again.
+func (sv *Supervisor) initFinished(i int, e proc.Exit, retryIn time.Duration) {
+	now := time.Now()
+	x := container.ExitStatus(e, "", now)
+	name := sv.spec.InitContainers[i].Name
+	var attempts int
+	sv.setInit(i, func(st *status.InitContainer) {
+		st.Attempts++
+		st.LastExit = x
+		attempts = st.Attempts
+		if e.Success() {
+			st.State = status.Succeeded
+			sv.installed.Set(false, "Preparing", "", now)
+			return
+		}
+		st.State = status.Backoff
+		sv.installed.Set(false, "InitContainerFailing",
+			fmt.Sprintf("%s: %s (try %d), next try in %v", name, e, st.Attempts, retryIn.Round(time.Millisecond)), now)
+	})
+	ev := sv.log.Info()
+	if !e.Success() {
+		ev = sv.log.Warn().Int("try", attempts).Dur("retry_in_ms", retryIn)
+	}
+	ev.Str("init_container", name).Str("exit", e.String()).Msg("init container finished")
 }
 
 func (sv *Supervisor) setInit(i int, f func(*status.InitContainer)) {

@@ -276,7 +276,7 @@ containers:
 		t.Errorf("instance/state = %v/%v", raw["instance"], raw["state"])
 	}
 	c := raw["containers"].([]any)[0].(map[string]any)
-	for _, k := range []string{"name", "state", "target_state", "pid", "started_at", "restarts", "next_start_at", "alive", "ready", "last_exit"} {
+	for _, k := range []string{"name", "state", "target_state", "pid", "started_at", "restarts", "next_start_at", "alive", "ready", "last_exit", "stopped_by_request"} {
 		if _, ok := c[k]; !ok {
 			t.Errorf("container status has no %q", k)
 		}
@@ -354,5 +354,33 @@ containers:
 	}
 	if code := tp.wait(10 * time.Second); code != 3 {
 		t.Errorf("job exit code = %d, want 3 (the stopped container's final exit)", code)
+	}
+}
+
+// While an init container keeps failing, installed says which one, how and when it
+// runs again, and the init container is in backoff between its tries.
+func TestFailingInitContainerSaysWhy(t *testing.T) {
+	tp := start(t, `
+init_containers:
+  - name: setup
+    command: ["sh", "-c", "n=$(cat {DIR}/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > {DIR}/n; [ $n -ge 3 ]"]
+    time_limit: {min_restart_period_ms: 1500, max_restart_period_ms: 1500}
+containers:
+  - name: app
+    command: ["sleep", "60"]
+`)
+	doc := tp.waitStatus(10*time.Second, "setup in backoff after its second try", func(d status.Document) bool {
+		return len(d.InitContainers) == 1 && d.InitContainers[0].State == status.Backoff && d.InitContainers[0].Attempts == 2
+	})
+	if doc.Installed.Status != "False" || doc.Installed.Reason != "InitContainerFailing" ||
+		!strings.HasPrefix(doc.Installed.Message, "setup: exit code 1 (try 2), next try in ") {
+		t.Errorf("installed while setup fails: %+v", doc.Installed)
+	}
+	if doc.State != status.InstancePreparing {
+		t.Errorf("instance state %s, want preparing", doc.State)
+	}
+	doc = tp.waitStatus(10*time.Second, "prepared", func(d status.Document) bool { return d.Installed.True() })
+	if ic := doc.InitContainers[0]; ic.State != status.Succeeded || ic.Attempts != 3 {
+		t.Errorf("setup after preparing: %+v", ic)
 	}
 }
