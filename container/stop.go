@@ -241,6 +241,9 @@ func (r *stopRun) stopProcess() {
 	r.step(stepTerm)
 	r.log(stepTerm)
 	_ = r.p.SignalGroup(syscall.SIGTERM)
+	// A stopped (SIGSTOP, ^Z) process would never run its handler and only die at the
+	// timeout: wake it, as systemd and the kubelet do.
+	_ = r.p.SignalGroup(syscall.SIGCONT)
 	if r.waitExit(spec.Ms(pol.TermTimeoutMs)) {
 		return
 	}

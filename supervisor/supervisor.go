@@ -154,6 +154,10 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 	}
 	signals := p.signals
 	defer signal.Stop(signals)
+	// Nothing outlives tend: whatever left its container's process group (setsid, a
+	// daemon's double fork) came back to tend as the subreaper and ends here, after
+	// every stop sequence has run.
+	defer sv.killStrays()
 
 	if sv.opts.APITokenFile != "" {
 		b, err := os.ReadFile(sv.opts.APITokenFile)
@@ -529,6 +533,16 @@ func (sv *Supervisor) shutdown(signals <-chan os.Signal, code int) int {
 	sv.updateReady()
 	sv.log.Info().Int("exit_code", code).Msg("stopped")
 	return code
+}
+
+// strayGrace is how long processes left below tend after every container stopped
+// get between SIGTERM and SIGKILL.
+const strayGrace = 2 * time.Second
+
+func (sv *Supervisor) killStrays() {
+	if n := proc.KillDescendants(strayGrace); n > 0 {
+		sv.log.Warn().Int("processes", n).Msg("ended processes left behind by containers (SIGTERM, SIGKILL after 2s)")
+	}
 }
 
 // killAll SIGKILLs every container started so far (a failure while starting them).

@@ -1,0 +1,130 @@
+package proc
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Descendants returns the PIDs of every living process below pid, read from /proc:
+// its children, their children, and so on. As a child subreaper tend gets every
+// orphan of its containers, so below tend is where every process it ever started
+// (or that they started) is.
+func Descendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp, ok := parentOf(p); ok {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// parentOf reads the parent of p from /proc/p/stat; zombies count as gone.
+func parentOf(p int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold anything: the state
+	// and the parent follow the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 || f[0] == "Z" || f[0] == "X" {
+		return 0, false
+	}
+	pp, err := strconv.Atoi(f[1])
+	return pp, err == nil
+}
+
+// KillDescendants ends every process below this one: SIGTERM (and SIGCONT), up to
+// grace for them to exit, then SIGKILL, repeated while new ones appear (a process
+// may fork as it dies). It returns how many processes it signalled.
+func KillDescendants(grace time.Duration) int {
+	self := os.Getpid()
+	seen := map[int]bool{}
+	for round := 0; round < 10; round++ {
+		pids := Descendants(self)
+		if len(pids) == 0 {
+			break
+		}
+		sig := unix.SIGTERM
+		if round > 0 {
+			sig = unix.SIGKILL
+		}
+		var fds []int
+		for _, p := range pids {
+			seen[p] = true
+			if fd, err := unix.PidfdOpen(p, 0); err == nil {
+				fds = append(fds, fd)
+			}
+			_ = unix.Kill(p, sig)
+			if sig == unix.SIGTERM {
+				_ = unix.Kill(p, unix.SIGCONT)
+			}
+		}
+		waitPidfds(fds, grace)
+	}
+	return len(seen)
+}
+
+// waitPidfds waits until every process of fds has exited or d has passed, and closes
+// the descriptors. A pidfd becomes readable when its process exits.
+func waitPidfds(fds []int, d time.Duration) {
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	deadline := time.Now().Add(d)
+	pending := fds
+	for len(pending) > 0 {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		pfds := make([]unix.PollFd, len(pending))
+		for i, fd := range pending {
+			pfds[i] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+		}
+		n, err := unix.Poll(pfds, int(left.Milliseconds())+1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return
+		}
+		var still []int
+		for i, p := range pfds {
+			if p.Revents == 0 {
+				still = append(still, pending[i])
+			}
+		}
+		pending = still
+	}
+}
