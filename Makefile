@@ -6,7 +6,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # urfave_cli_no_docs leaves out the man/markdown generators (and their start-up cost).
 TAGS    := urfave_cli_no_docs
 
-.PHONY: build run test test-short lint bench fuzz clean
+.PHONY: build run test test-short lint bench fuzz soak clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -24,6 +24,11 @@ test: build
 lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+# Minutes of abuse (API connection flood, a 10 ms crash loop, a reload storm) against one
+# tend; prints its FDs, RSS and goroutines at the start and the end. Not part of test.
+soak:
+	SOAK_DURATION=$${SOAK_DURATION:-3m} $(GO) test -tags soak -count=1 -v -run TestSoak -timeout 30m ./tests/
 
 bench: build
 	bash bench/run.sh

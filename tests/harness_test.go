@@ -30,7 +30,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	tendBin = filepath.Join(dir, "tend")
-	build := exec.Command("go", "build", "-race", "-o", tendBin, "..")
+	args := []string{"build", "-o", tendBin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "..")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build tend:", err)
