@@ -170,61 +170,17 @@ func (r *stopRun) waitBarriers() bool {
 	return true
 }
 
+// stopProcess runs steps 3-6 of the stop sequence (README "The stop sequence").
 func (r *stopRun) stopProcess() {
 	pol := r.policy
 	tl := restart.FromSpec(pol.TimeLimit)
-	maxTries := max(1, deref(pol.MaxTries))
-	// time_limit.initial_delay_ms (default 0 for stop handlers) comes before the
-	// first try, as it does for every other user of a time_limit.
-	if hasHandler := pol.UnixSignal != nil || pol.Exec != nil || pol.HTTPGet != nil; hasHandler && tl.InitialDelay > 0 {
-		r.step(stepHandler)
-		if r.waitExit(tl.InitialDelay) {
-			return
-		}
-	}
-	if pol.UnixSignal != nil {
-		sig := pol.UnixSignal.Number()
-		r.step(stepHandler)
-		r.arrive() // its signal is the termination request
-		for try := 1; try <= maxTries; try++ {
-			r.log(stepHandler, "signal", spec.SignalName(sig), "try", try)
-			_ = r.p.Signal(sig)
-			// After each try, the last included, wait one period for the exit.
-			if r.waitExit(tl.Period(try)) {
-				return
-			}
-		}
-		r.killGroup()
+	switch {
+	case pol.UnixSignal != nil:
+		r.signalHandler(tl)
 		return
-	}
-	succeeded := false
-	if pol.Exec != nil || pol.HTTPGet != nil {
-		r.step(stepHandler)
-		for try, failures := 1, 0; try <= maxTries; try++ {
-			started := time.Now()
-			res := probes.Check(r.kill, pol.Handler, r.target, tl.MaxExecution)
-			if res.OK {
-				r.log(stepHandler, "try", try, "result", "success")
-				succeeded = true
-				break
-			}
-			failures++
-			r.log(stepHandler, "try", try, "result", res.Detail)
-			if try == maxTries {
-				break
-			}
-			if r.waitExit(tl.Wait(failures, started, time.Now())) {
-				return
-			}
-		}
-		if r.exited() {
-			return
-		}
-	}
-	if succeeded && deref64(pol.WaitAfterMs) > 0 {
-		r.step(stepWaitAfter)
-		if r.waitExit(spec.Ms(pol.WaitAfterMs)) {
-			return
+	case pol.Exec != nil || pol.HTTPGet != nil:
+		if !r.handler(tl) {
+			return // exited (or killed) meanwhile
 		}
 	}
 	r.arrive()
@@ -248,6 +204,62 @@ func (r *stopRun) stopProcess() {
 		return
 	}
 	r.killGroup()
+}
+
+// signalHandler runs a unix_signal stop handler: its signal is the termination
+// request, sent max_tries times a period apart; one more period after the last, the
+// group is SIGKILLed.
+func (r *stopRun) signalHandler(tl restart.TimeLimit) {
+	sig := r.policy.UnixSignal.Number()
+	maxTries := deref(r.policy.MaxTries)
+	r.step(stepHandler)
+	r.arrive()
+	exited := false
+	restart.Retry(tl, maxTries, r.waitForExit(&exited), func(try int) bool {
+		r.log(stepHandler, "signal", spec.SignalName(sig), "try", try)
+		_ = r.p.Signal(sig)
+		return false
+	})
+	if exited || r.waitExit(tl.Period(max(1, maxTries))) {
+		return
+	}
+	r.killGroup()
+}
+
+// handler runs an exec or http_get stop handler until a try succeeds, then waits
+// wait_after_ms for the exit. It reports whether the sequence goes on (to the TERM
+// barrier): false once the process has exited.
+func (r *stopRun) handler(tl restart.TimeLimit) bool {
+	pol := r.policy
+	r.step(stepHandler)
+	exited := false
+	res := probes.RunPolicy(r.kill, pol.Handler, r.target, tl, deref(pol.MaxTries), r.waitForExit(&exited),
+		func(try int, res probes.Result) {
+			result := res.Detail
+			if res.OK {
+				result = "success"
+			}
+			r.log(stepHandler, "try", try, "result", result)
+		})
+	if exited || r.exited() {
+		return false
+	}
+	if res.OK && deref64(pol.WaitAfterMs) > 0 {
+		r.step(stepWaitAfter)
+		if r.waitExit(spec.Ms(pol.WaitAfterMs)) {
+			return false
+		}
+	}
+	return true
+}
+
+// waitForExit is a wait for restart.Retry that ends the tries once the process has
+// exited, and records that it has.
+func (r *stopRun) waitForExit(exited *bool) func(time.Duration) bool {
+	return func(d time.Duration) bool {
+		*exited = r.waitExit(d)
+		return !*exited
+	}
 }
 
 // waitExit waits up to d for the process to exit and reports whether it has. A kill
@@ -286,25 +298,15 @@ func (r *stopRun) killGroup() {
 // time_limit period between tries. A kill request abandons it.
 func (r *stopRun) runDestroy() {
 	d := r.destroy
-	tl := restart.FromSpec(d.TimeLimit)
 	r.step(stepDestroy)
-	if !restart.Sleep(r.kill, tl.InitialDelay) {
-		return
-	}
-	maxTries := max(1, deref(d.MaxTries))
-	for try, failures := 1, 0; try <= maxTries; try++ {
-		started := time.Now()
-		res := probes.Check(r.kill, d.Handler, r.target, tl.MaxExecution)
-		if res.OK {
-			r.log(stepDestroy, "try", try, "result", "success")
-			return
-		}
-		failures++
-		r.log(stepDestroy, "try", try, "result", res.Detail)
-		if try < maxTries && !restart.Sleep(r.kill, tl.Wait(failures, started, time.Now())) {
-			return
-		}
-	}
+	probes.RunPolicy(r.kill, d.Handler, r.target, restart.FromSpec(d.TimeLimit), deref(d.MaxTries), nil,
+		func(try int, res probes.Result) {
+			result := res.Detail
+			if res.OK {
+				result = "success"
+			}
+			r.log(stepDestroy, "try", try, "result", result)
+		})
 }
 
 func deref64(p *int64) int64 {
