@@ -162,7 +162,7 @@ func started(t *testing.T, kind Kind, p *spec.Probe, target Target, run uint64) 
 var names atomic.Int64
 
 // unique makes a container name no other test and no earlier -count run has used,
-// since Metrics keeps counting across them.
+// since the probe metrics keep counting across them.
 func unique(prefix string) string { return prefix + "-" + strconv.FormatInt(names.Add(1), 10) }
 
 // hangingServer answers no request: its handler waits until the request is cancelled

@@ -1,17 +1,30 @@
 package probes
 
 import (
-	"strings"
+	"io"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/tend-sh/tend/internal/promtext"
 )
 
-// Metrics holds the probe metrics; the supervisor writes it into /metrics with
-// Metrics.WritePrometheus next to its own set:
+// The probe metrics, one Set per family so that WriteMetrics can put each family's
+// samples under its own HELP and TYPE lines:
 //
 //	tend_probe_checks_total{container="web",probe="liveness",result="success|failure"}
 //	tend_probe_duration_seconds{container="web",probe="liveness"}  (histogram, le buckets)
-var Metrics = metrics.NewSet()
+var (
+	checkCounts    = metrics.NewSet()
+	checkDurations = metrics.NewSet()
+)
+
+// WriteMetrics writes the probe families to w in the Prometheus text format.
+func WriteMetrics(w io.Writer) {
+	promtext.Family(w, "tend_probe_checks_total", "counter", "Probe checks by container, probe (liveness, readiness) and result (success, failure).")
+	checkCounts.WritePrometheus(w)
+	promtext.Family(w, "tend_probe_duration_seconds", "histogram", "Duration of probe checks in seconds.")
+	checkDurations.WritePrometheus(w)
+}
 
 // probeMetrics are the series of one probe, looked up once when it starts so a check
 // only bumps counters.
@@ -22,13 +35,13 @@ type probeMetrics struct {
 }
 
 func metricsFor(container string, kind Kind) probeMetrics {
-	labels := `container="` + escapeLabel(container) + `",probe="` + kind.String() + `"`
+	labels := `container="` + promtext.EscapeLabel(container) + `",probe="` + kind.String() + `"`
 	return probeMetrics{
-		successes: Metrics.GetOrCreateCounter(`tend_probe_checks_total{` + labels + `,result="success"}`),
-		failures:  Metrics.GetOrCreateCounter(`tend_probe_checks_total{` + labels + `,result="failure"}`),
+		successes: checkCounts.GetOrCreateCounter(`tend_probe_checks_total{` + labels + `,result="success"}`),
+		failures:  checkCounts.GetOrCreateCounter(`tend_probe_checks_total{` + labels + `,result="failure"}`),
 		// Prometheus-style le buckets (5ms..10s) rather than VictoriaMetrics' vmrange
 		// ones, so that plain Prometheus can run histogram_quantile on them.
-		duration: Metrics.GetOrCreatePrometheusHistogram(`tend_probe_duration_seconds{` + labels + `}`),
+		duration: checkDurations.GetOrCreatePrometheusHistogram(`tend_probe_duration_seconds{` + labels + `}`),
 	}
 }
 
@@ -40,8 +53,3 @@ func (m probeMetrics) record(r Result) {
 	}
 	m.duration.Update(r.Duration.Seconds())
 }
-
-// labelEscaper escapes a label value for the Prometheus text format.
-var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-func escapeLabel(v string) string { return labelEscaper.Replace(v) }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tend-sh/tend/internal/promtext"
 	"github.com/tend-sh/tend/spec"
 )
 
@@ -338,9 +339,9 @@ func TestMetrics(t *testing.T) {
 	}
 	defer func() { cancel(); <-done }() // before the server closes: its handler waits for us
 	var buf bytes.Buffer
-	Metrics.WritePrometheus(&buf)
+	WriteMetrics(&buf)
 	text := buf.String()
-	labels := `container="` + escapeLabel(container) + `",probe="liveness"`
+	labels := `container="` + promtext.EscapeLabel(container) + `",probe="liveness"`
 	// The label value is escaped for the text format.
 	if !strings.Contains(text, `{container="metrics-\"test\"-`) {
 		t.Errorf("metrics lack the escaped container label:\n%s", text)
@@ -364,8 +365,8 @@ func TestKindString(t *testing.T) {
 
 // checks reads the checks_total counter of one probe.
 func checks(container string, kind Kind, result string) uint64 {
-	name := `tend_probe_checks_total{container="` + escapeLabel(container) + `",probe="` + kind.String() + `",result="` + result + `"}`
-	return Metrics.GetOrCreateCounter(name).Get()
+	name := `tend_probe_checks_total{container="` + promtext.EscapeLabel(container) + `",probe="` + kind.String() + `",result="` + result + `"}`
+	return checkCounts.GetOrCreateCounter(name).Get()
 }
 
 // waitCounter waits until the checks_total counter of one probe reaches want.

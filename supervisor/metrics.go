@@ -1,42 +1,78 @@
 package supervisor
 
 import (
-	"fmt"
+	"io"
 	"net/http"
-	"strings"
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/tend-sh/tend/internal/promtext"
 	"github.com/tend-sh/tend/probes"
 	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/status"
 )
 
-var containerStates = []string{status.Waiting, status.Initializing, status.Running, status.Backoff, status.Stopping, status.Stopped, status.Completed}
-
-// serveMetrics writes /metrics in the Prometheus text format: container gauges and
-// counters computed from the status at scrape time, the probe metrics, and tend's
-// own process metrics (RSS, CPU, file descriptors).
-func init() { metrics.ExposeMetadata(true) } // "# TYPE" lines for Prometheus
-
+// serveMetrics writes /metrics in the Prometheus text format (README "Metrics"): each
+// family once, opened by its HELP and TYPE lines and followed by all its samples. The
+// container families come from one status snapshot taken at scrape time.
+//
+// The samples are written by VictoriaMetrics/metrics with its metadata option left
+// off (the default): with it on, the library writes a HELP and TYPE pair, without
+// help text, before every sample it is handed.
 func (sv *Supervisor) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	doc := sv.Status()
+	promtext.Family(w, "tend_instance_ready", "gauge", "1 when the instance's ready condition is True, else 0.")
 	metrics.WriteGaugeUint64(w, "tend_instance_ready", b2u(doc.Ready.True()))
+	promtext.Family(w, "tend_instance_installed", "gauge", "1 when the instance's installed condition is True, else 0.")
 	metrics.WriteGaugeUint64(w, "tend_instance_installed", b2u(doc.Installed.True()))
-	for _, c := range doc.Containers {
-		l := `{container="` + escapeLabel(c.Name) + `"}`
-		metrics.WriteCounterUint64(w, "tend_container_restarts_total"+l, uint64(c.Restarts))
-		metrics.WriteGaugeUint64(w, "tend_container_ready"+l, b2u(c.Ready.True()))
-		metrics.WriteGaugeUint64(w, "tend_container_alive"+l, b2u(c.Alive.True()))
+	writeContainerMetrics(w, doc.Containers)
+	probes.WriteMetrics(w)
+	promtext.Family(w, "tend_orphans_reaped_total", "counter", "Orphaned processes tend reaped that were none of its containers.")
+	metrics.WriteCounterUint64(w, "tend_orphans_reaped_total", proc.OrphansReaped())
+	writeProcessMetrics(w)
+}
+
+var containerStates = []string{status.Waiting, status.Initializing, status.Running, status.Backoff, status.Stopping, status.Stopped, status.Completed}
+
+// containerFamilies are the families with one sample per container.
+var containerFamilies = []struct {
+	name, typ, help string
+	value           func(status.Container) uint64
+}{
+	{"tend_container_restarts_total", "counter", "Starts of the container after its first: crashes, liveness kills and restart requests.",
+		func(c status.Container) uint64 { return uint64(c.Restarts) }},
+	{"tend_container_ready", "gauge", "1 when the container's ready condition is True, else 0.",
+		func(c status.Container) uint64 { return b2u(c.Ready.True()) }},
+	{"tend_container_alive", "gauge", "1 when the container's alive condition is True, else 0.",
+		func(c status.Container) uint64 { return b2u(c.Alive.True()) }},
+}
+
+func writeContainerMetrics(w io.Writer, containers []status.Container) {
+	labels := make([]string, len(containers)) // `container="web"` of each container
+	for i, c := range containers {
+		labels[i] = `container="` + promtext.EscapeLabel(c.Name) + `"`
+	}
+	promtext.Family(w, "tend_container_state", "gauge", "1 for the state the container is in, 0 for the others.")
+	for i, c := range containers {
 		for _, s := range containerStates {
-			name := fmt.Sprintf(`tend_container_state{container="%s",state="%s"}`, escapeLabel(c.Name), s)
-			metrics.WriteGaugeUint64(w, name, b2u(c.State == s))
+			metrics.WriteGaugeUint64(w, `tend_container_state{`+labels[i]+`,state="`+s+`"}`, b2u(c.State == s))
 		}
 	}
-	metrics.WriteCounterUint64(w, "tend_orphans_reaped_total", proc.OrphansReaped())
-	probes.Metrics.WritePrometheus(w)
-	metrics.WriteProcessMetrics(w)
+	for _, f := range containerFamilies {
+		promtext.Family(w, f.name, f.typ, f.help)
+		for i, c := range containers {
+			writeSample(w, f.typ, f.name+"{"+labels[i]+"}", f.value(c))
+		}
+	}
+}
+
+func writeSample(w io.Writer, typ, name string, value uint64) {
+	if typ == "counter" {
+		metrics.WriteCounterUint64(w, name, value)
+	} else {
+		metrics.WriteGaugeUint64(w, name, value)
+	}
 }
 
 func b2u(b bool) uint64 {
@@ -45,7 +81,3 @@ func b2u(b bool) uint64 {
 	}
 	return 0
 }
-
-var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-func escapeLabel(v string) string { return labelEscaper.Replace(v) }
