@@ -150,7 +150,7 @@ func printStatus(w io.Writer, doc status.Document) {
 		if c.StartedAt != nil && c.State == status.Running {
 			since = time.Since(c.StartedAt.Time).Round(time.Second).String()
 		}
-		state := c.State
+		state := string(c.State)
 		if c.StopStep != "" {
 			state += "/" + c.StopStep
 		}

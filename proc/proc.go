@@ -209,9 +209,22 @@ func (p *Process) SignalGroup(sig syscall.Signal) error {
 	return nil
 }
 
-// outputGrace is how long Run waits, after it killed the process group, for the output
-// pipes to end before it closes them (a descendant outside the group may hold them).
+// outputGrace is how long DrainOutput waits for the output pipes to end before it
+// closes them (a descendant outside the group may hold them forever).
 const outputGrace = time.Second
+
+// DrainOutput waits, after the exit, for the rest of the process's output to be
+// copied (an unfinished last line included), at most outputGrace, then closes it.
+func (p *Process) DrainOutput() {
+	grace := time.NewTimer(outputGrace)
+	defer grace.Stop()
+	select {
+	case <-p.OutputDone():
+	case <-grace.C:
+		p.CloseOutput()
+		<-p.OutputDone()
+	}
+}
 
 // Run starts c, waits for it to exit, SIGKILLs its group when timeout (0: none)
 // passes or ctx is done, and once it has exited SIGKILLs whatever it left behind in
@@ -243,15 +256,7 @@ func Run(ctx context.Context, c Cmd, timeout time.Duration) Exit {
 	// left in its group. A fork racing with the kill fails, so nothing survives it.
 	p.SignalGroup(syscall.SIGKILL)
 	<-p.Done()
-
-	grace := time.NewTimer(outputGrace)
-	defer grace.Stop()
-	select {
-	case <-p.OutputDone():
-	case <-grace.C:
-		p.CloseOutput()
-		<-p.OutputDone()
-	}
+	p.DrainOutput()
 
 	e := p.Exit()
 	if timedOut {

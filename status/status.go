@@ -96,7 +96,7 @@ type Exit struct {
 // InitContainer is the status of one init container.
 type InitContainer struct {
 	Name     string `json:"name"`
-	State    string `json:"state"` // waiting | running | backoff | succeeded
+	State    State  `json:"state"` // waiting | running | backoff | succeeded
 	Attempts int    `json:"attempts"`
 	LastExit *Exit  `json:"last_exit"`
 }
@@ -104,7 +104,7 @@ type InitContainer struct {
 // Container is the status of one container.
 type Container struct {
 	Name        string    `json:"name"`
-	State       string    `json:"state"`
+	State       State     `json:"state"`
 	TargetState string    `json:"target_state"`
 	Pid         *int      `json:"pid"`
 	StartedAt   *Time     `json:"started_at"`
@@ -121,16 +121,20 @@ type Container struct {
 	StopStep string `json:"stop_step,omitempty"`
 }
 
-// Container states (SPEC.md §7).
+// State is the state of a container or an init container.
+type State string
+
+// Container states (README "Status API").
 const (
-	Waiting      = "waiting"
-	Initializing = "initializing"
-	Running      = "running"
-	Backoff      = "backoff"
-	Stopping     = "stopping"
-	Stopped      = "stopped"
-	Completed    = "completed"
-	Succeeded    = "succeeded" // an init container that exited 0
+	Waiting      State = "waiting"
+	Initializing State = "initializing"
+	Running      State = "running"
+	Backoff      State = "backoff"
+	Stopping     State = "stopping"
+	Stopped      State = "stopped"
+	Completed    State = "completed"
+	Failed       State = "failed"    // its restart limit gave up
+	Succeeded    State = "succeeded" // an init container that exited 0
 )
 
 // Instance states (SPEC.md §7).

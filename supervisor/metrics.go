@@ -33,7 +33,7 @@ func (sv *Supervisor) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	writeProcessMetrics(w)
 }
 
-var containerStates = []string{status.Waiting, status.Initializing, status.Running, status.Backoff, status.Stopping, status.Stopped, status.Completed}
+var containerStates = []status.State{status.Waiting, status.Initializing, status.Running, status.Backoff, status.Stopping, status.Stopped, status.Completed}
 
 // containerFamilies are the families with one sample per container.
 var containerFamilies = []struct {
@@ -56,7 +56,7 @@ func writeContainerMetrics(w io.Writer, containers []status.Container) {
 	promtext.Family(w, "tend_container_state", "gauge", "1 for the state the container is in, 0 for the others.")
 	for i, c := range containers {
 		for _, s := range containerStates {
-			metrics.WriteGaugeUint64(w, `tend_container_state{`+labels[i]+`,state="`+s+`"}`, b2u(c.State == s))
+			metrics.WriteGaugeUint64(w, `tend_container_state{`+labels[i]+`,state="`+string(s)+`"}`, b2u(c.State == s))
 		}
 	}
 	for _, f := range containerFamilies {

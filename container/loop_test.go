@@ -1,0 +1,233 @@
+package container
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tend-sh/tend/probes"
+	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
+)
+
+// The loop's state machine, driven directly (no Run goroutine): each case brings a
+// loop into a state with real processes, delivers one event, and checks the state
+// that follows and what the loop will do next.
+
+const loopSpec = `
+containers:
+  - name: c
+    command: [sleep, "600"]
+    restart_policy: {mode: %s, min_period_ms: 60000, max_jitter_ms: 0}
+    stop_policy: {term_timeout_ms: 5000}
+%s`
+
+// newTestLoop builds a loop for a container with restart mode and extra spec lines.
+func newTestLoop(t *testing.T, mode, extra string) *loop {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(loopSpec, mode, extra)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load(path, spec.Options{Environ: os.Environ(), Hostname: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Spec: &s.Containers[0], Env: s.ProcessEnv(nil), Dir: dir, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLoop(c)
+	t.Cleanup(func() {
+		l.stopTimer()
+		l.stopProbes()
+		if l.initCancel != nil {
+			l.initCancel()
+		}
+		if l.proc != nil {
+			_ = l.proc.SignalGroup(syscall.SIGKILL)
+			<-l.procDone
+		}
+		close(c.done) // releases a stop sequence still sending events
+	})
+	return l
+}
+
+// exitNow kills the running process and hands its exit to the loop.
+func exitNow(t *testing.T, l *loop) {
+	t.Helper()
+	if l.proc == nil {
+		t.Fatal("no process to exit")
+	}
+	_ = l.proc.SignalGroup(syscall.SIGKILL)
+	<-l.procDone
+	l.onExit()
+}
+
+// settle handles the stop sequence's events (and the exit) until the loop leaves
+// stopping; it reports whether the loop finished.
+func settle(t *testing.T, l *loop) bool {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for l.state == status.Stopping {
+		select {
+		case <-l.procDone:
+			l.onExit()
+		case ev := <-l.stopSteps:
+			if l.onStopEvent(ev) {
+				return true
+			}
+		case <-deadline:
+			t.Fatalf("still stopping (step %q)", l.st.StopStep)
+		}
+	}
+	return false
+}
+
+// into brings l into state.
+func into(t *testing.T, l *loop, state status.State) {
+	t.Helper()
+	switch state {
+	case status.Running:
+		l.begin()
+	case status.Backoff, status.Completed:
+		l.begin()
+		exitNow(t, l)
+	case status.Stopping:
+		l.begin()
+		l.beginStop(StopOp{}, stayStopped)
+	case status.Stopped:
+		l.begin()
+		l.beginStop(StopOp{}, stayStopped)
+		settle(t, l)
+	case status.Initializing:
+		l.begin() // the spec has a slow init command
+	}
+	if l.state != state {
+		t.Fatalf("could not bring the loop into %s: it is %s", state, l.state)
+	}
+}
+
+type event struct {
+	name string
+	do   func(l *loop) bool // reports whether the loop finished
+}
+
+var (
+	evTimer    = event{"timer", func(l *loop) bool { l.onTimer(); return false }}
+	evStart    = event{"start", func(l *loop) bool { return l.onCommand(command{kind: cmdStart, request: true}) }}
+	evStop     = event{"stop", func(l *loop) bool { return l.onCommand(command{kind: cmdStop, request: true}) }}
+	evRestart  = event{"restart", func(l *loop) bool { return l.onCommand(command{kind: cmdRestart, request: true}) }}
+	evShutdown = event{"shutdown", func(l *loop) bool { return l.onCommand(command{kind: cmdShutdown}) }}
+	evLateLive = event{"late liveness failure", func(l *loop) bool {
+		l.onProbe(probes.Event{Kind: probes.Liveness, Run: l.runID - 1, Failed: true, Result: probes.Result{Detail: "HTTP 500"}})
+		return false
+	}}
+)
+
+func TestStateByEvent(t *testing.T) {
+	const slowInit = "    init: [{command: [sleep, \"600\"]}]\n"
+	tests := []struct {
+		from      status.State
+		mode      string
+		extra     string
+		ev        event
+		want      status.State
+		wantNext  after // for want == stopping: what follows the stop
+		finished  bool
+		afterStop status.State // for want == stopping: the state once the stop ends ("" skips)
+	}{
+		{from: status.Running, mode: "always", ev: evTimer, want: status.Running},
+		{from: status.Running, mode: "always", ev: evStart, want: status.Running},
+		{from: status.Running, mode: "always", ev: evLateLive, want: status.Running},
+		{from: status.Running, mode: "always", ev: evStop, want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
+		{from: status.Running, mode: "always", ev: evRestart, want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
+		{from: status.Running, mode: "always", ev: evShutdown, want: status.Stopping, wantNext: finish, afterStop: status.Stopped},
+		{from: status.Backoff, mode: "always", ev: evTimer, want: status.Running},
+		{from: status.Backoff, mode: "always", ev: evStart, want: status.Running},
+		{from: status.Backoff, mode: "always", ev: evRestart, want: status.Running},
+		{from: status.Backoff, mode: "always", ev: evStop, want: status.Stopped},
+		{from: status.Backoff, mode: "always", ev: evShutdown, want: status.Stopped, finished: true},
+		{from: status.Completed, mode: "never", ev: evTimer, want: status.Completed},
+		{from: status.Completed, mode: "never", ev: evStart, want: status.Running},
+		{from: status.Completed, mode: "never", ev: evRestart, want: status.Running},
+		{from: status.Completed, mode: "never", ev: evStop, want: status.Stopped},
+		{from: status.Stopped, mode: "always", ev: evTimer, want: status.Stopped},
+		{from: status.Stopped, mode: "always", ev: evStart, want: status.Running},
+		{from: status.Stopped, mode: "always", ev: evRestart, want: status.Running},
+		{from: status.Stopped, mode: "always", ev: evShutdown, want: status.Stopped, finished: true},
+		{from: status.Stopping, mode: "always", ev: evStart, want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
+		{from: status.Stopping, mode: "always", ev: evRestart, want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
+		{from: status.Stopping, mode: "always", ev: evShutdown, want: status.Stopping, wantNext: finish, afterStop: status.Stopped},
+		{from: status.Stopping, mode: "always", ev: evTimer, want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
+		{from: status.Initializing, mode: "always", extra: slowInit, ev: evTimer, want: status.Initializing},
+		{from: status.Initializing, mode: "always", extra: slowInit, ev: evStart, want: status.Initializing},
+		{from: status.Initializing, mode: "always", extra: slowInit, ev: evRestart, want: status.Initializing},
+		{from: status.Initializing, mode: "always", extra: slowInit, ev: evStop, want: status.Stopped},
+		{from: status.Initializing, mode: "always", extra: slowInit, ev: evShutdown, want: status.Stopped, finished: true},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.from)+" × "+tt.ev.name, func(t *testing.T) {
+			l := newTestLoop(t, tt.mode, tt.extra)
+			into(t, l, tt.from)
+			finished := tt.ev.do(l)
+			if l.state != tt.want || l.st.State != tt.want || finished != tt.finished {
+				t.Fatalf("state %s (published %s), finished %v; want %s, finished %v", l.state, l.st.State, finished, tt.want, tt.finished)
+			}
+			if tt.want != status.Stopping {
+				return
+			}
+			if l.then.next != tt.wantNext {
+				t.Errorf("after the stop: %d, want %d", l.then.next, tt.wantNext)
+			}
+			if tt.afterStop != "" {
+				finished := settle(t, l)
+				if l.state != tt.afterStop || finished != (tt.wantNext == finish) {
+					t.Errorf("once stopped: %s, finished %v; want %s", l.state, finished, tt.afterStop)
+				}
+			}
+		})
+	}
+}
+
+// A shutdown while a stop without a destroy runs keeps the shutdown (a later restart
+// cannot undo it) and runs the destroy after the stop.
+func TestShutdownJoinsStopAndDestroysAfter(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "destroyed")
+	l := newTestLoop(t, "always", fmt.Sprintf("    destroy_policy: {exec: {command: [touch, %q]}}\n", marker))
+	into(t, l, status.Stopping)
+	l.onCommand(command{kind: cmdShutdown, op: StopOp{Destroy: true}})
+	l.onCommand(command{kind: cmdRestart, request: true})
+	if l.then.next != finish || l.then.destroy == nil {
+		t.Fatalf("then = %+v, want finish with a destroy", l.then)
+	}
+	if !settle(t, l) {
+		t.Fatal("the loop did not finish")
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the destroy policy did not run: %v", err)
+	}
+}
+
+// A liveness failure of the current run kills the process; its exit then carries the
+// probe's reason and goes to backoff.
+func TestLivenessFailureKillsAndRestarts(t *testing.T) {
+	l := newTestLoop(t, "always", "")
+	into(t, l, status.Running)
+	l.onProbe(probes.Event{Kind: probes.Liveness, Run: l.runID, Failed: true, Failures: 1, Result: probes.Result{Detail: "HTTP 500"}})
+	<-l.procDone
+	l.onExit()
+	if l.state != status.Backoff || l.st.LastExit == nil || l.st.LastExit.Reason != "liveness probe failed: HTTP 500" {
+		t.Fatalf("state %s, last exit %+v", l.state, l.st.LastExit)
+	}
+	if l.st.LastExit.Signal != "SIGKILL" {
+		t.Errorf("signal %q, want SIGKILL", l.st.LastExit.Signal)
+	}
+}
