@@ -36,8 +36,47 @@ func (sv *Supervisor) reload(req request) {
 	sv.reloading = true
 	go func() {
 		err := sv.reloadResources(sv.reloadCtx, next)
-		sv.internal <- func() { sv.applyReload(next, err) }
+		sv.reloadSteps <- reloadStep{fetched: next, err: err}
 	}()
+}
+
+// reloadStep is what a reload's goroutines hand back to the main loop: the new
+// spec's resources are in place (fetched, or err), or the containers it replaces
+// have stopped and list is to run (swap).
+type reloadStep struct {
+	fetched *spec.Spec
+	err     error
+	swap    []*container.Container
+}
+
+func (sv *Supervisor) onReloadStep(step reloadStep) {
+	if step.swap != nil {
+		sv.swap(step.swap)
+		return
+	}
+	sv.applyReload(step.fetched, step.err)
+}
+
+// abandon drops a step that arrives during shutdown: nothing new starts now, and the
+// containers built for the new spec that never ran release their log files.
+func (sv *Supervisor) abandon(step reloadStep) {
+	running := map[*container.Container]bool{}
+	for _, c := range sv.current() {
+		running[c] = true
+	}
+	for _, c := range step.swap {
+		if !running[c] {
+			c.Discard()
+		}
+	}
+}
+
+// reloadPlan is what a reload does to the containers.
+type reloadPlan struct {
+	keep, replaced, removed, added []*container.Container
+	list                           []*container.Container // the status list until the replaced ones are stopped
+	final                          []*container.Container // the running set afterwards, in spec order
+	targets                        []func()               // target_state changes of kept containers
 }
 
 // applyReload applies a loaded spec whose resources are in place.
@@ -47,15 +86,38 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 		sv.finishReload()
 		return
 	}
+	plan, err := sv.planReload(next)
+	if err != nil {
+		sv.reloadFailed(err, "reload failed; containers unchanged")
+		sv.finishReload()
+		return
+	}
+	// Only now, when building a later container can no longer fail the reload: a
+	// failed reload changes nothing.
+	for _, apply := range plan.targets {
+		apply()
+	}
+	sv.log.Info().Int("unchanged", len(plan.keep)).Int("changed", len(plan.replaced)).Int("removed", len(plan.removed)).Int("added", len(plan.added)).Msg("reloading")
+
+	sv.mu.Lock()
+	sv.spec = next
+	sv.revision = next.Revision()
+	sv.reloadErr = ""
+	sv.containers = plan.list
+	sv.mu.Unlock()
+	sv.notify()
+	sv.stopReplaced(plan)
+}
+
+// planReload compares next with the running containers and builds the new ones. On
+// an error nothing has changed (what it built is discarded).
+func (sv *Supervisor) planReload(next *spec.Spec) (*reloadPlan, error) {
 	prev := sv.spec
 	old := map[string]*container.Container{}
 	for _, c := range sv.current() {
 		old[c.Name()] = c
 	}
-	var keep, replaced, removed, added []*container.Container
-	var list []*container.Container // the status list until the replaced ones are stopped
-	var final []*container.Container
-	var targets []func() // target_state changes of kept containers, applied once nothing can fail
+	p := &reloadPlan{}
 	for i := range next.Containers {
 		cs := &next.Containers[i]
 		oc := old[cs.Name]
@@ -63,79 +125,73 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 		if oc != nil && sameContainer(prev, oc.Spec(), next, cs) {
 			// A container stopped by request stays stopped whatever the spec says.
 			if st := oc.Status(); !st.StoppedByRequest && st.TargetState != cs.TargetState {
-				targets = append(targets, func() { oc.Retarget(cs.TargetState) })
+				p.targets = append(p.targets, func() { oc.Retarget(cs.TargetState) })
 			}
-			keep = append(keep, oc)
-			list = append(list, oc)
-			final = append(final, oc)
+			p.keep = append(p.keep, oc)
+			p.list = append(p.list, oc)
+			p.final = append(p.final, oc)
 			continue
 		}
 		// A changed container that was stopped by request is built stopped: the
 		// reload updates what `tend start` will run.
 		nc, err := sv.newContainer(next, cs, oc != nil && oc.Status().StoppedByRequest)
 		if err != nil {
-			for _, c := range final {
-				if !slices.Contains(keep, c) {
+			for _, c := range p.final {
+				if !slices.Contains(p.keep, c) {
 					c.Discard() // built, never to run: close its log file
 				}
 			}
-			sv.reloadFailed(err, "reload failed; containers unchanged")
-			sv.finishReload()
-			return
+			return nil, err
 		}
-		final = append(final, nc)
+		p.final = append(p.final, nc)
 		if oc != nil {
-			replaced = append(replaced, oc)
-			list = append(list, oc)
+			p.replaced = append(p.replaced, oc)
+			p.list = append(p.list, oc)
 		} else {
-			added = append(added, nc)
+			p.added = append(p.added, nc)
 		}
 	}
 	for _, c := range sv.current() {
 		if _, gone := old[c.Name()]; gone {
-			removed = append(removed, c)
-			list = append(list, c)
+			p.removed = append(p.removed, c)
+			p.list = append(p.list, c)
 		}
 	}
-	// Only now, when building a later container can no longer fail the reload: a
-	// failed reload changes nothing.
-	for _, apply := range targets {
-		apply()
-	}
-	sv.log.Info().Int("unchanged", len(keep)).Int("changed", len(replaced)).Int("removed", len(removed)).Int("added", len(added)).Msg("reloading")
+	return p, nil
+}
 
-	sv.mu.Lock()
-	sv.spec = next
-	sv.revision = next.Revision()
-	sv.reloadErr = ""
-	sv.containers = list
-	sv.mu.Unlock()
-	sv.notify()
-
-	stopping := append(slices.Clone(replaced), removed...)
+// stopReplaced stops the changed and removed containers behind one TERM barrier
+// (removed ones are destroyed), then hands the new running set to the main loop.
+func (sv *Supervisor) stopReplaced(p *reloadPlan) {
+	stopping := append(slices.Clone(p.replaced), p.removed...)
 	if len(stopping) == 0 {
-		sv.swap(final)
+		sv.swap(p.final)
 		return
 	}
-	ignoring := 0
-	for _, c := range stopping {
-		if c.Spec().TermBarrier != spec.BarrierWait {
-			ignoring++
-		}
-	}
-	barrier := container.NewBarrier(ignoring)
-	for _, c := range replaced {
+	barrier := container.NewBarrier(countIgnoring(stopping))
+	for _, c := range p.replaced {
 		c.Shutdown(container.StopOp{Barrier: barrier})
 	}
-	for _, c := range removed {
+	for _, c := range p.removed {
 		c.Shutdown(container.StopOp{Barrier: barrier, Destroy: true})
 	}
 	go func() {
 		for _, c := range stopping {
 			<-c.Done()
 		}
-		sv.internal <- func() { sv.swap(final) }
+		sv.reloadSteps <- reloadStep{swap: p.final}
 	}()
+}
+
+// countIgnoring counts the containers a TERM barrier waits for: the IGNORE ones.
+func countIgnoring(cs []*container.Container) int {
+	n := 0
+	for _, c := range cs {
+		if c.Spec().TermBarrier != spec.BarrierWait {
+			n++
+		}
+	}
+	return n
 }
 
 // swap makes list the running set, starts the containers that have not run yet, and

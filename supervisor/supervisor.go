@@ -78,10 +78,10 @@ type Supervisor struct {
 	stderr *container.Output
 	token  string
 
-	requests chan request
-	changed  chan struct{} // coalesced "some status changed"
-	internal chan func()   // work handed back to the main loop by its own goroutines
-	runCtx   context.Context
+	requests    chan request
+	changed     chan struct{}   // coalesced "some status changed"
+	reloadSteps chan reloadStep // a reload's goroutines hand their results back here
+	runCtx      context.Context
 	// reloadCtx bounds a reload's resource work; shutdown cancels it so that no
 	// symlink switch or notify action runs while the containers are stopping.
 	reloadCtx    context.Context
@@ -108,18 +108,18 @@ type Supervisor struct {
 func New(s *spec.Spec, opts Options) *Supervisor {
 	now := time.Now()
 	sv := &Supervisor{
-		opts:      opts,
-		log:       opts.Log,
-		stdout:    container.NewOutput(opts.Stdout),
-		stderr:    container.NewOutput(opts.Stderr),
-		requests:  make(chan request),
-		changed:   make(chan struct{}, 1),
-		internal:  make(chan func(), 4),
-		spec:      s,
-		revision:  s.Revision(),
-		state:     status.InstancePreparing,
-		installed: status.NewCondition(false, "Preparing", "", now),
-		ready:     status.NewCondition(false, "Preparing", "", now),
+		opts:        opts,
+		log:         opts.Log,
+		stdout:      container.NewOutput(opts.Stdout),
+		stderr:      container.NewOutput(opts.Stderr),
+		requests:    make(chan request),
+		changed:     make(chan struct{}, 1),
+		reloadSteps: make(chan reloadStep, 4),
+		spec:        s,
+		revision:    s.Revision(),
+		state:       status.InstancePreparing,
+		installed:   status.NewCondition(false, "Preparing", "", now),
+		ready:       status.NewCondition(false, "Preparing", "", now),
 	}
 	for _, ic := range s.InitContainers {
 		sv.inits = append(sv.inits, status.InitContainer{Name: ic.Name, State: status.Waiting})
@@ -142,30 +142,19 @@ func (sv *Supervisor) notify() {
 }
 
 // Run runs the instance until a requested shutdown (exit code 0), the end of a job
-// (its exit code), or a runtime failure (*ExitError).
+// (its exit code), or a runtime failure (*ExitError). It goes through three phases:
+// preparing (resources, init containers), starting the containers, supervising.
 func (sv *Supervisor) Run(ctx context.Context) (int, error) {
-	p := sv.opts.Process
-	if p == nil {
-		p = SetUpProcess()
+	signals, err := sv.setUp()
+	if err != nil {
+		return 1, err
 	}
-	<-p.done
-	if p.err != nil {
-		sv.log.Warn().Err(p.err).Msg("cannot become a child subreaper; orphans will not be reaped here")
-	}
-	signals := p.signals
 	defer signal.Stop(signals)
 	// Nothing outlives tend: whatever left its container's process group (setsid, a
 	// daemon's double fork) came back to tend as the subreaper and ends here, after
 	// every stop sequence has run.
 	defer sv.killStrays()
 
-	if sv.opts.APITokenFile != "" {
-		b, err := os.ReadFile(sv.opts.APITokenFile)
-		if err != nil {
-			return 1, &ExitError{fmt.Errorf("read --api-token-file: %w", err)}
-		}
-		sv.token = strings.TrimSpace(string(b))
-	}
 	// The API comes up beside preparing, not before it: the first container's exec
 	// does not wait for the listeners (about a millisecond). A listener that cannot
 	// be opened still ends tend with exit 1, stopping whatever had started.
@@ -182,94 +171,140 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 	sv.reloadCtx, sv.cancelReload = context.WithCancel(runCtx)
 	defer sv.cancelReload()
 
-	// Preparing: init containers in order, bounded by init_timeout_ms.
+	queued, end := sv.preparing(ctx, signals, api)
+	if end != nil {
+		answerQueued(queued) // reloads queued while preparing never run now
+		return end.code, end.err
+	}
+	if err := sv.startContainers(); err != nil {
+		return 1, err
+	}
+	for _, req := range queued {
+		sv.reload(req)
+	}
+	return sv.supervise(ctx, signals, api)
+}
+
+// setUp finishes the process-wide set-up (subreaper, signals) and reads the API
+// token; it returns the signals Run handles.
+func (sv *Supervisor) setUp() (chan os.Signal, error) {
+	p := sv.opts.Process
+	if p == nil {
+		p = SetUpProcess()
+	}
+	<-p.done
+	if p.err != nil {
+		sv.log.Warn().Err(p.err).Msg("cannot become a child subreaper; orphans will not be reaped here")
+	}
+	if sv.opts.APITokenFile != "" {
+		b, err := os.ReadFile(sv.opts.APITokenFile)
+		if err != nil {
+			signal.Stop(p.signals)
+			return nil, &ExitError{fmt.Errorf("read --api-token-file: %w", err)}
+		}
+		sv.token = strings.TrimSpace(string(b))
+	}
+	return p.signals, nil
+}
+
+// ending is how Run ends when preparing does not lead to running.
+type ending struct {
+	code int
+	err  error
+}
+
+// preparing runs resources and init containers (bounded by init_timeout_ms) while it
+// serves signals and requests. It returns the reloads asked for meanwhile (they run
+// once the containers have started), or how Run ends instead.
+func (sv *Supervisor) preparing(ctx context.Context, signals <-chan os.Signal, api *apiServer) ([]request, *ending) {
 	sv.log.Info().Str("instance", sv.spec.Instance.Name).Str("revision", sv.revision).Msg("preparing")
 	prepared := make(chan error, 1)
-	prepCtx, cancelPrep := context.WithCancel(runCtx)
+	prepCtx, cancelPrep := context.WithCancel(sv.runCtx)
 	if t := spec.Ms(sv.spec.Instance.InitTimeoutMs); t > 0 {
-		prepCtx, cancelPrep = context.WithTimeout(runCtx, t)
+		prepCtx, cancelPrep = context.WithTimeout(sv.runCtx, t)
 	}
+	defer cancelPrep()
 	go func() { prepared <- sv.prepare(prepCtx) }()
-	var pendingReload []request
-	// Reloads queued while preparing never run when preparing ends the instance.
-	defer func() { answerQueued(pendingReload) }()
-	for preparing := true; preparing; {
+	// abort ends preparing early: whatever runs is cancelled and waited for.
+	abort := func(code int, err error) *ending {
+		cancelPrep()
+		<-prepared
+		sv.setInstance(status.InstanceStopped, nil)
+		return &ending{code, err}
+	}
+	var queued []request
+	for {
 		select {
 		case err := <-prepared:
-			cancelPrep()
-			if err != nil {
-				if errors.Is(err, context.DeadlineExceeded) {
-					err = fmt.Errorf("preparing took longer than instance.init_timeout_ms (%v)", spec.Ms(sv.spec.Instance.InitTimeoutMs))
-				}
-				sv.setInstance(status.InstanceStopped, func() {
-					sv.installed.Set(false, "PrepareFailed", err.Error(), time.Now())
-				})
-				sv.log.Error().Err(err).Msg("preparing failed")
-				return 1, &ExitError{err}
-			}
-			preparing = false
+			return queued, sv.prepared(err)
 		case sig := <-signals:
 			switch sig {
 			case syscall.SIGTERM, syscall.SIGINT:
 				sv.log.Info().Str("signal", sig.String()).Msg("shutdown requested while preparing")
-				cancelPrep()
-				<-prepared
-				sv.setInstance(status.InstanceStopped, nil)
-				return 0, nil
+				return queued, abort(0, nil)
 			case syscall.SIGHUP:
 				sv.log.Info().Msg("reload queued until preparing ends")
-				pendingReload = append(pendingReload, request{kind: reqReload})
+				queued = append(queued, request{kind: reqReload})
 			}
 		case req := <-sv.requests:
 			switch req.kind {
 			case reqShutdown:
 				req.reply(nil)
-				cancelPrep()
-				<-prepared
-				sv.setInstance(status.InstanceStopped, nil)
-				return 0, nil
+				return queued, abort(0, nil)
 			case reqReload:
 				sv.log.Info().Msg("reload queued until preparing ends")
-				pendingReload = append(pendingReload, req) // after preparing, SPEC.md §3.6
+				queued = append(queued, req) // after preparing (README "Reload")
 			default:
 				req.reply(errPreparing)
 			}
 		case err := <-api.failed:
-			cancelPrep()
-			<-prepared
-			sv.setInstance(status.InstanceStopped, nil)
-			return 1, &ExitError{err}
+			return queued, abort(1, &ExitError{err})
 		case <-ctx.Done():
-			cancelPrep()
-			<-prepared
-			return 0, nil
+			return queued, abort(0, nil)
 		}
 	}
-	cancelPrep()
+}
 
+// prepared ends preparing with its result: installed, or how Run ends.
+func (sv *Supervisor) prepared(err error) *ending {
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("preparing took longer than instance.init_timeout_ms (%v)", spec.Ms(sv.spec.Instance.InitTimeoutMs))
+		}
+		sv.setInstance(status.InstanceStopped, func() {
+			sv.installed.Set(false, "PrepareFailed", err.Error(), time.Now())
+		})
+		sv.log.Error().Err(err).Msg("preparing failed")
+		return &ending{1, &ExitError{err}}
+	}
 	now := time.Now()
 	sv.setInstance(status.InstanceRunning, func() {
 		sv.installed.Set(true, "Prepared", "", now)
 	})
+	return nil
+}
+
+// startContainers starts every container of the spec.
+func (sv *Supervisor) startContainers() error {
 	sv.log.Info().Msg("prepared; starting containers")
 	for i := range sv.spec.Containers {
 		c, err := sv.newContainer(sv.spec, &sv.spec.Containers[i], false)
 		if err != nil {
 			sv.killAll()
-			return 1, &ExitError{err}
+			return &ExitError{err}
 		}
 		sv.mu.Lock()
 		sv.containers = append(sv.containers, c)
 		sv.mu.Unlock()
-		go c.Run(runCtx)
+		go c.Run(sv.runCtx)
 	}
 	sv.updateReady()
-	queued := pendingReload
-	pendingReload = nil // taken over by the main loop
-	for _, req := range queued {
-		sv.reload(req)
-	}
+	return nil
+}
 
+// supervise is the main loop once the containers run: signals, requests, reload
+// steps and status changes, until a shutdown, the end of a job or a failure.
+func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, api *apiServer) (int, error) {
 	for {
 		select {
 		case sig := <-signals:
@@ -291,8 +326,8 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 				return sv.shutdown(signals, 0), nil
 			}
 			sv.handle(req)
-		case f := <-sv.internal:
-			f()
+		case step := <-sv.reloadSteps:
+			sv.onReloadStep(step)
 		case <-sv.changed:
 			sv.updateReady()
 			if code, done := sv.jobFinished(); done {
@@ -498,15 +533,9 @@ func (sv *Supervisor) shutdown(signals <-chan os.Signal, code int) int {
 	answerQueued(sv.pending)
 	sv.pending = nil
 	cs := sv.current()
-	ignoring := 0
-	for _, c := range cs {
-		if c.Spec().TermBarrier != spec.BarrierWait {
-			ignoring++
-		}
-	}
 	killCtx, kill := context.WithCancel(context.Background())
 	defer kill()
-	op := container.StopOp{Barrier: container.NewBarrier(ignoring), Kill: killCtx, Destroy: true}
+	op := container.StopOp{Barrier: container.NewBarrier(countIgnoring(cs)), Kill: killCtx, Destroy: true}
 	for _, c := range cs {
 		c.Shutdown(op)
 	}
@@ -523,7 +552,8 @@ func (sv *Supervisor) shutdown(signals <-chan os.Signal, code int) int {
 				}
 			case req := <-sv.requests:
 				req.reply(errStopping)
-			case <-sv.internal: // a reload finishing: nothing new starts now
+			case step := <-sv.reloadSteps:
+				sv.abandon(step)
 			case <-sv.changed:
 				sv.updateReady()
 			}
