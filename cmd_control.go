@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,7 +21,7 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// statusCommand is `tend status [--json]`.
+// statusCommand is `tend status [--json] [--watch]`.
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status",
@@ -25,31 +29,79 @@ func statusCommand() *cli.Command {
 		Flags: []cli.Flag{
 			listenFlag,
 			&cli.BoolFlag{Name: "json", Usage: "print the status document as JSON"},
+			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "print the status again whenever it changes"},
 		},
 		Action: func(c *cli.Context) error {
-			body, err := call(c, http.MethodGet, "/v1/status")
+			if err := extraArgs(c, 0); err != nil {
+				return err
+			}
+			api := newAPI(c)
+			if c.Bool("watch") {
+				return watchStatus(api, c.Bool("json"), os.Stdout)
+			}
+			body, err := api.call(http.MethodGet, "/v1/status")
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
-				_, err := os.Stdout.Write(body)
-				return err
-			}
-			var doc status.Document
-			if err := json.Unmarshal(body, &doc); err != nil {
-				return fail(1, "status: bad answer: %v", err)
-			}
-			printStatus(os.Stdout, doc)
-			return nil
+			return writeStatus(os.Stdout, body, c.Bool("json"))
 		},
 	}
 }
 
-// controlCommand is one of `tend restart|stop|start NAME`, `tend reload`, `tend shutdown`.
-func controlCommand(name, usage string, needsName bool) *cli.Command {
+// writeStatus writes a status document: the API's JSON as is, or a table.
+func writeStatus(w io.Writer, body []byte, asJSON bool) error {
+	if asJSON {
+		_, err := w.Write(body)
+		return err
+	}
+	var doc status.Document
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return fail(1, "status: bad answer: %v", err)
+	}
+	printStatus(w, doc)
+	return nil
+}
+
+// watchStatus prints the status, then again whenever it changes until tend stops
+// answering. The API has no change feed, so it asks every half second; on a terminal
+// each print replaces the last one.
+func watchStatus(api *api, asJSON bool, out *os.File) error {
+	redraw := isTerminal(out)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	var last []byte
+	for ; ; <-tick.C {
+		body, err := api.call(http.MethodGet, "/v1/status")
+		if err != nil {
+			return err
+		}
+		var doc status.Document
+		if err := json.Unmarshal(body, &doc); err != nil {
+			return fail(1, "status: bad answer: %v", err)
+		}
+		doc.LastHeartbeatTime = nil // moves with every report without anything changing
+		key, _ := json.Marshal(doc)
+		if bytes.Equal(key, last) {
+			continue
+		}
+		switch {
+		case redraw:
+			fmt.Fprint(out, "\x1b[H\x1b[2J") // cursor home, clear the screen
+		case last != nil && !asJSON:
+			fmt.Fprintln(out)
+		}
+		last = key
+		if err := writeStatus(out, body, asJSON); err != nil {
+			return err
+		}
+	}
+}
+
+// controlCommand is one of `tend restart|stop|start NAME...`, `tend reload`, `tend shutdown`.
+func controlCommand(name, usage string, takesNames bool) *cli.Command {
 	argsUsage := ""
-	if needsName {
-		argsUsage = "NAME"
+	if takesNames {
+		argsUsage = "NAME..."
 	}
 	return &cli.Command{
 		Name:      name,
@@ -60,70 +112,149 @@ func controlCommand(name, usage string, needsName bool) *cli.Command {
 			&cli.StringFlag{Name: "api-token-file", Usage: "bearer token for a TCP address", EnvVars: []string{"TEND_API_TOKEN_FILE"}},
 		},
 		Action: func(c *cli.Context) error {
-			path := "/v1/" + name
-			if needsName {
-				if c.NArg() != 1 {
-					return fail(2, "%s: expected a container NAME", name)
+			if !takesNames {
+				if err := extraArgs(c, 0); err != nil {
+					return err
 				}
-				path = "/v1/containers/" + c.Args().First() + "/" + name
-			} else if c.NArg() != 0 {
-				return fail(2, "%s: takes no arguments", name)
+				if _, err := newAPI(c).call(http.MethodPost, "/v1/"+name); err != nil {
+					return err
+				}
+				fmt.Println(name + ": ok")
+				return nil
 			}
-			if _, err := call(c, http.MethodPost, path); err != nil {
-				return err
+			if c.NArg() == 0 {
+				return fail(2, "%s: expected one or more container NAMEs (usage: tend %s NAME...)", name, name)
 			}
-			fmt.Println(name + ": ok")
-			return nil
+			return controlEach(newAPI(c), name, c.Args().Slice())
 		},
 	}
 }
 
-// call sends one API request to the running tend found through --listen /
-// TEND_LISTEN, or ./tend.sock.
-func call(c *cli.Context, method, path string) ([]byte, error) {
-	addr := "unix:./tend.sock"
-	if l := c.StringSlice("listen"); len(l) > 0 {
-		addr = l[0]
+// controlEach applies verb (restart, stop, start) to each container in order and
+// reports each on its own line, like `docker stop a b`. A container tend refuses
+// (unknown, instance stopping) does not keep the rest from their turn; exit 1 if
+// any was refused. Not reaching tend at all ends it at once.
+func controlEach(api *api, verb string, names []string) error {
+	refused := false
+	for _, n := range names {
+		_, err := api.call(http.MethodPost, "/v1/containers/"+url.PathEscape(n)+"/"+verb)
+		var r *refusal
+		switch {
+		case err == nil:
+			fmt.Printf("%s %s: ok\n", verb, n)
+		case errors.As(err, &r) && r.perContainer():
+			fmt.Fprintf(os.Stderr, "tend: %s %s: %v\n", verb, n, err)
+			refused = true
+		default:
+			return err
+		}
 	}
-	client := &http.Client{Timeout: 10 * time.Minute}
-	base := "http://" + addr
-	if sock, ok := strings.CutPrefix(addr, "unix:"); ok {
-		base = "http://tend"
-		client.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	if refused {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// api is the running tend that status and the control commands talk to: --listen
+// (or TEND_LISTEN), else ./tend.sock.
+type api struct {
+	addr      string
+	isDefault bool // no --listen or TEND_LISTEN: addr is the default socket
+	base      string
+	client    *http.Client
+	tokenFile string
+}
+
+const defaultSocket = "./tend.sock"
+
+func newAPI(c *cli.Context) *api {
+	a := &api{addr: "unix:" + defaultSocket, isDefault: true, base: "http://tend", tokenFile: c.String("api-token-file")}
+	if l := c.StringSlice("listen"); len(l) > 0 {
+		a.addr, a.isDefault = l[0], false
+	}
+	// Long enough for a stop policy to run its course: restart and stop answer
+	// when the container has stopped.
+	a.client = &http.Client{Timeout: 10 * time.Minute}
+	if sock, ok := strings.CutPrefix(a.addr, "unix:"); ok {
+		a.client.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		}}
+	} else {
+		a.base = "http://" + a.addr
 	}
-	req, err := http.NewRequest(method, base+path, nil)
+	return a
+}
+
+// refusal is an answer of tend other than 200: it was reached and said no.
+type refusal struct {
+	status int
+	msg    string
+}
+
+func (r *refusal) Error() string { return r.msg }
+
+// perContainer tells whether the refusal concerns one container (unknown, not now),
+// so that the next container of a command is still worth trying.
+func (r *refusal) perContainer() bool {
+	return r.status != http.StatusUnauthorized && r.status != http.StatusForbidden
+}
+
+// call sends one API request and returns the body of a 200 answer. Any other answer
+// is a *refusal wrapped in an exit-1 error; not reaching tend is an exit-1 error that
+// says where it looked.
+func (a *api) call(method, path string) ([]byte, error) {
+	req, err := http.NewRequest(method, a.base+path, nil)
 	if err != nil {
-		return nil, fail(2, "bad --listen address %q: %v", addr, err)
+		return nil, fail(2, "bad --listen address %q: %v", a.addr, err)
 	}
-	if f := c.String("api-token-file"); f != "" && method != http.MethodGet {
-		tok, err := os.ReadFile(f)
+	if a.tokenFile != "" && method != http.MethodGet {
+		tok, err := os.ReadFile(a.tokenFile)
 		if err != nil {
 			return nil, fail(1, "read --api-token-file: %v", err)
 		}
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 	}
-	resp, err := client.Do(req)
+	resp, err := a.client.Do(req)
 	if err != nil {
-		return nil, fail(1, "no tend is answering at %s: %v", addr, err)
+		return nil, a.unreachable(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fail(1, "read answer from %s: %v", addr, err)
+		return nil, fail(1, "read answer from %s: %v", a.addr, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return nil, fail(1, "%s", e.Error)
-		}
-		return nil, fail(1, "%s answered %s", addr, resp.Status)
+	if resp.StatusCode == http.StatusOK {
+		return body, nil
 	}
-	return body, nil
+	var e struct {
+		Error string `json:"error"`
+	}
+	msg := fmt.Sprintf("%s answered %s", a.addr, resp.Status)
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		msg = e.Error
+	}
+	if resp.StatusCode == http.StatusForbidden && a.tokenFile == "" {
+		msg += "; pass --api-token-file FILE (or TEND_API_TOKEN_FILE) with the token the tend at " + a.addr + " was started with"
+	}
+	return nil, &exitError{code: 1, msg: msg, cause: &refusal{status: resp.StatusCode, msg: msg}}
+}
+
+// unreachable is the error for a tend that did not answer; for the default socket
+// it says where tend looked and how to point it elsewhere.
+func (a *api) unreachable(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // without the request's made-up URL
+	}
+	if a.isDefault {
+		where, _ := filepath.Abs(defaultSocket)
+		if _, statErr := os.Stat(defaultSocket); os.IsNotExist(statErr) {
+			return fail(1, "no tend socket at %s (no --listen or TEND_LISTEN given, so tend looked in the current directory); point to a running tend with --listen unix:PATH or TEND_LISTEN=unix:PATH", where)
+		}
+		return fail(1, "no tend is answering at %s (the default socket; --listen ADDR or TEND_LISTEN picks another): %v", where, err)
+	}
+	return fail(1, "no tend is answering at %s: %v", a.addr, err)
 }
 
 // printStatus prints the status document as a table for people.

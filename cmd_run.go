@@ -47,8 +47,8 @@ func runCommand() *cli.Command {
 			varFlag,
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return fail(2, "run: expected exactly one SPEC argument, got %d", c.NArg())
+			if _, err := specArg(c); err != nil {
+				return err
 			}
 			// Begun before anything else so that it overlaps with loading the spec.
 			process := supervisor.SetUpProcess()

@@ -59,14 +59,13 @@ func renderCommand() *cli.Command {
 	}
 }
 
-// specArg is the single SPEC argument of validate and render; anything else is a
-// usage error (exit 2).
+// specArg is the single SPEC argument of run, validate and render; none or more is
+// a usage error (exit 2).
 func specArg(c *cli.Context) (string, error) {
-	if c.NArg() != 1 {
-		return "", fail(2, "%s: expected exactly one SPEC argument, got %d (usage: tend %s [--var NAME=VALUE]... SPEC)",
-			c.Command.Name, c.NArg(), c.Command.Name)
+	if c.NArg() == 0 {
+		return "", fail(2, "%s: expected a SPEC argument (usage: tend %s [flags] SPEC)", c.Command.Name, c.Command.Name)
 	}
-	return c.Args().First(), nil
+	return c.Args().First(), extraArgs(c, 1)
 }
 
 // loadSpec loads a spec the way every command does: tend's environment, the hostname,

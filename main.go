@@ -6,23 +6,62 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	_ "github.com/tend-sh/tend/internal/quietlog" // before the metrics package logs at init
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=..."; without it
+// versionLine takes the module version from the build info.
 var version = "dev"
+
+// versionLine is what `tend version` and `tend --version` print: the version and,
+// when the build recorded it, the VCS commit.
+func versionLine() string {
+	info, _ := debug.ReadBuildInfo()
+	return formatVersion(version, info)
+}
+
+// formatVersion prefers the -X version, then the module version (a `go install
+// ...@v1.2.3` build has one), and adds the VCS commit when the build recorded it.
+func formatVersion(v string, info *debug.BuildInfo) string {
+	commit := ""
+	if info != nil {
+		if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+			v = info.Main.Version
+		}
+		modified := false
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+		if commit != "" && modified {
+			commit += ", modified"
+		}
+	}
+	if commit == "" {
+		return "tend " + v
+	}
+	return fmt.Sprintf("tend %s (commit %s)", v, commit)
+}
 
 // exitError carries an exit code out of a command; the message (if any) is printed
 // to stderr by main.
 type exitError struct {
-	code int
-	msg  string
+	code  int
+	msg   string
+	cause error // for errors.As, e.g. a *refusal of the API
 }
 
 func (e *exitError) Error() string { return e.msg }
+func (e *exitError) Unwrap() error { return e.cause }
 
 // fail returns an exitError with a formatted message.
 func fail(code int, format string, args ...any) error {
@@ -30,40 +69,50 @@ func fail(code int, format string, args ...any) error {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:                 "tend",
 		Usage:                "an in-container process supervisor",
-		Version:              version,
-		HideVersion:          true,
+		Version:              strings.TrimPrefix(versionLine(), "tend "),
 		EnableBashCompletion: false,
 		Commands: []*cli.Command{
 			runCommand(),
 			validateCommand(),
 			renderCommand(),
 			statusCommand(),
-			controlCommand("restart", "restart a container", true),
-			controlCommand("stop", "stop a container and keep it stopped (target_state removed)", true),
-			controlCommand("start", "start a stopped container (target_state active)", true),
+			controlCommand("restart", "restart containers", true),
+			controlCommand("stop", "stop containers and keep them stopped (target_state removed)", true),
+			controlCommand("start", "start stopped containers (target_state active)", true),
 			controlCommand("reload", "re-read the spec and apply the changes", false),
 			controlCommand("shutdown", "stop the instance and exit", false),
 			{
 				Name:  "version",
 				Usage: "print the version",
-				Action: func(*cli.Context) error {
-					fmt.Println("tend", version)
+				Action: func(c *cli.Context) error {
+					if err := extraArgs(c, 0); err != nil {
+						return err
+					}
+					fmt.Println(versionLine())
 					return nil
 				},
 			},
 		},
-		// Usage errors (unknown flags, missing arguments) exit 2, as SPEC.md §1 asks.
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return fail(2, "%v", err)
-		},
+		// Usage errors (unknown flags, missing arguments) exit 2 (README "Using it").
+		OnUsageError: usageError,
 	}
+	for _, c := range app.Commands {
+		c.OnUsageError = usageError
+		c.HideHelpCommand = true // no `tend status help`: "help" is an unexpected argument
+	}
+	return app
 }
 
 func main() {
-	err := newApp().Run(os.Args)
+	app := newApp()
+	cli.VersionPrinter = func(*cli.Context) { fmt.Println(versionLine()) }
+	args, err := commandLine(app, os.Args)
+	if err == nil {
+		err = app.Run(args)
+	}
 	if err == nil {
 		return
 	}

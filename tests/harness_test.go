@@ -63,7 +63,8 @@ type tend struct {
 type runOpts struct {
 	pid1    bool     // run as PID 1 of a new PID namespace (default for isolation)
 	discard bool     // send tend's stdout to /dev/null (floods)
-	args    []string // extra flags for `tend run`
+	args    []string // extra flags for `tend run`, before SPEC
+	after   []string // extra arguments after SPEC
 	env     []string
 }
 
@@ -86,6 +87,9 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 		args = append(args, strings.ReplaceAll(a, "{DIR}", dir))
 	}
 	args = append(args, path)
+	for _, a := range o.after {
+		args = append(args, strings.ReplaceAll(a, "{DIR}", dir))
+	}
 	var cmd *exec.Cmd
 	if o.pid1 {
 		cmd = exec.Command("unshare", append([]string{"--pid", "--fork", "--mount-proc", "--kill-child", tendBin}, args...)...)
