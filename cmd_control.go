@@ -17,7 +17,7 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// statusCommand is `tend status [--json]`.
+// statusCommand is `tend status [--json|--ready]`.
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status",
@@ -25,8 +25,15 @@ func statusCommand() *cli.Command {
 		Flags: []cli.Flag{
 			listenFlag,
 			&cli.BoolFlag{Name: "json", Usage: "print the status document as JSON"},
+			&cli.BoolFlag{Name: "ready", Usage: "print nothing; exit 0 ready, 1 not ready, 2 unreachable"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("ready") {
+				if code := checkReady(apiAddr(c)); code != readyYes {
+					return &exitError{code: code}
+				}
+				return nil
+			}
 			body, err := call(c, http.MethodGet, "/v1/status")
 			if err != nil {
 				return err
