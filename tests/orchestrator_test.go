@@ -3,9 +3,13 @@ package tests
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/tend-sh/tend/status"
 )
@@ -91,5 +95,72 @@ containers:
 	out, errOut, code = runCLI(t, dir, "render", "--grace", unbounded)
 	if code != 1 || out != "" || !strings.Contains(errOut, "containers[0].stop_policy.time_limit.max_execution_time_ms") {
 		t.Errorf("render --grace unbounded: exit %d, stdout %q, stderr %q; want 1 naming the field", code, out, errOut)
+	}
+}
+
+// TestKubernetesExample keeps examples/kubernetes consistent: the ConfigMap carries
+// spec.yaml as it is, the spec validates, and the Deployment's grace period is what
+// `tend render --grace` prints.
+func TestKubernetesExample(t *testing.T) {
+	dir, _ := filepath.Abs("../examples/kubernetes")
+	specText, err := os.ReadFile(filepath.Join(dir, "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Kind string            `yaml:"kind"`
+		Data map[string]string `yaml:"data"`
+	}
+	readYAML(t, filepath.Join(dir, "configmap.yaml"), &cm)
+	if cm.Kind != "ConfigMap" || cm.Data["spec.yaml"] != string(specText) {
+		t.Errorf("configmap.yaml: kind %q, data[spec.yaml] differs from spec.yaml:\n%s", cm.Kind, cm.Data["spec.yaml"])
+	}
+	if out, errOut, code := runCLI(t, dir, "validate", "spec.yaml"); code != 0 {
+		t.Fatalf("spec.yaml does not validate: %s%s", out, errOut)
+	}
+	out, _, _ := runCLI(t, dir, "render", "--grace", "spec.yaml")
+	var dep struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Grace      int `yaml:"terminationGracePeriodSeconds"`
+					Containers []struct {
+						Args      []string `yaml:"args"`
+						Readiness struct {
+							HTTPGet struct{ Path string } `yaml:"httpGet"`
+						} `yaml:"readinessProbe"`
+						Liveness struct {
+							HTTPGet struct{ Path string } `yaml:"httpGet"`
+						} `yaml:"livenessProbe"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	readYAML(t, filepath.Join(dir, "deployment.yaml"), &dep)
+	pod := dep.Spec.Template.Spec
+	if got := strconv.Itoa(pod.Grace) + "\n"; got != out {
+		t.Errorf("terminationGracePeriodSeconds %d, tend render --grace prints %q", pod.Grace, out)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("deployment.yaml: %d containers, want 1", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if c.Readiness.HTTPGet.Path != "/v1/ready" || c.Liveness.HTTPGet.Path != "/v1/live" {
+		t.Errorf("probes: readiness %q, liveness %q; want /v1/ready and /v1/live", c.Readiness.HTTPGet.Path, c.Liveness.HTTPGet.Path)
+	}
+	if !slices.Contains(c.Args, "--watch") || !slices.Contains(c.Args, "/etc/tend/spec.yaml") {
+		t.Errorf("args %q lack --watch or the mounted spec", c.Args)
+	}
+}
+
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }
