@@ -39,7 +39,8 @@ func renderCommand() *cli.Command {
 		Name:      "render",
 		Usage:     "print the spec after defaults and {VAR} substitution (secrets redacted)",
 		ArgsUsage: "SPEC",
-		Flags: []cli.Flag{varFlag,
+		Flags: []cli.Flag{
+			varFlag,
 			&cli.BoolFlag{Name: "grace", Usage: "print only the shutdown grace period in whole seconds"},
 		},
 		Action: func(c *cli.Context) error {
