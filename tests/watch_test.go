@@ -92,8 +92,8 @@ func TestWatch(t *testing.T) {
 	doc = tp.waitStatus(10*time.Second, "revision of v2 with b running", func(d status.Document) bool {
 		return d.Revision == revisionOf(v2) && containerStatus(d, "b").State == status.Running
 	})
-	// The promise is a second; the bound is generous for a loaded machine, yet far
-	// below what a watcher that missed the event would take (forever).
+	// The promise is a second; the bound is generous for a loaded machine and still
+	// catches a debounce that waits for seconds.
 	if took := time.Since(changed); took > 3*time.Second {
 		t.Errorf("rename-over applied %v after the change, want within a second or so", took)
 	} else {
