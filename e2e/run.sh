@@ -43,7 +43,9 @@ waitfor() {
 	done
 }
 
-had_pause=$(podman images -q --filter reference=localhost/podman-pause 2>/dev/null || true)
+command -v podman >/dev/null || fail "podman is not installed (apt-get install podman runc catatonit)"
+had_pause=$(podman images -q --filter reference=localhost/podman-pause)
+played= # set once podman kube play may have created the pod and its volume
 cleanup() {
 	local code=$?
 	set +e
@@ -55,9 +57,11 @@ cleanup() {
 		done
 	fi
 	podman rm -f -t 0 "$CTR" "$ORPHANS" >/dev/null 2>&1
-	[ -f "$TMP/deployment.yaml" ] && podman kube down "$TMP/deployment.yaml" >/dev/null 2>&1
-	podman pod rm -f -t 0 "$POD" >/dev/null 2>&1
-	podman volume rm -f tend-example-spec >/dev/null 2>&1
+	if [ -n "$played" ]; then
+		podman kube down "$TMP/deployment.yaml" >/dev/null 2>&1
+		podman pod rm -f -t 0 "$POD" >/dev/null 2>&1
+		podman volume rm -f tend-example-spec >/dev/null 2>&1
+	fi
 	podman rmi -f "$IMAGE:$RUN" "$EXAMPLE" >/dev/null 2>&1
 	# podman builds its pause image on the first kube play; remove it if we made it.
 	[ -z "$had_pause" ] && podman rmi -f $(podman images -q --filter reference=localhost/podman-pause) >/dev/null 2>&1
@@ -70,7 +74,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-command -v podman >/dev/null || fail "podman is not installed (apt-get install podman runc catatonit)"
 podman version --format 'podman {{.Client.Version}}' | sed 's/^/    /'
 
 log "building $IMAGE:$RUN and $EXAMPLE"
@@ -210,7 +213,10 @@ sed -e "s|image: localhost/tend-example:latest|image: $EXAMPLE|" \
 for want in "image: $EXAMPLE" "hostPort: $PORT" "path: $TMP/token"; do
 	grep -qF "$want" "$TMP/deployment.yaml" || fail "examples/kubernetes/deployment.yaml changed: cannot set '$want'"
 done
+podman pod exists "$POD" && fail "a pod $POD exists already (not ours): remove it first"
+podman volume exists tend-example-spec && fail "a volume tend-example-spec exists already (not ours): remove it first"
 log "podman kube play examples/kubernetes (port 127.0.0.1:$PORT)"
+played=1
 podman kube play --configmap examples/kubernetes/configmap.yaml "$TMP/deployment.yaml" >"$TMP/play.log" 2>&1 || {
 	cat "$TMP/play.log"
 	fail "podman kube play failed"
