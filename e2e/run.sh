@@ -60,7 +60,7 @@ cleanup() {
 	if [ -n "$played" ]; then
 		podman kube down "$TMP/deployment.yaml" >/dev/null 2>&1
 		podman pod rm -f -t 0 "$POD" >/dev/null 2>&1
-		podman volume rm -f tend-example-spec >/dev/null 2>&1
+		podman volume rm -f tend-example-spec tend-run >/dev/null 2>&1
 	fi
 	podman rmi -f "$IMAGE:$RUN" "$EXAMPLE" >/dev/null 2>&1
 	# podman builds its pause image on the first kube play; remove it if we made it.
@@ -214,7 +214,9 @@ for want in "image: $EXAMPLE" "hostPort: $PORT" "path: $TMP/token"; do
 	grep -qF "$want" "$TMP/deployment.yaml" || fail "examples/kubernetes/deployment.yaml changed: cannot set '$want'"
 done
 podman pod exists "$POD" && fail "a pod $POD exists already (not ours): remove it first"
-podman volume exists tend-example-spec && fail "a volume tend-example-spec exists already (not ours): remove it first"
+for v in tend-example-spec tend-run; do # kube play's volumes for the ConfigMap and the emptyDir
+	podman volume exists "$v" && fail "a volume $v exists already (not ours): remove it first"
+done
 log "podman kube play examples/kubernetes (port 127.0.0.1:$PORT)"
 played=1
 podman kube play --configmap examples/kubernetes/configmap.yaml "$TMP/deployment.yaml" >"$TMP/play.log" 2>&1 || {
@@ -225,10 +227,11 @@ waitfor 30 "GET /v1/ready = 200 on 127.0.0.1:$PORT" bin/tend status --ready --li
 [ "$(revision "$POD_CTR")" = "$(file_revision examples/kubernetes/spec.yaml)" ] ||
 	fail "the pod does not run the ConfigMap's spec: revision $(revision "$POD_CTR")"
 status_has "$POD_CTR" '"instance": "tend-example"' || fail "the pod's instance is not tend-example"
+[ "$(podman inspect --format '{{.HostConfig.ReadonlyRootfs}}' "$POD_CTR")" = true ] || fail "the pod's root filesystem is not read-only"
 # The token from the volume guards the mutating API on TCP.
 bin/tend reload --listen "127.0.0.1:$PORT" >/dev/null 2>&1 && fail "a reload over TCP without the token was accepted"
 bin/tend reload --listen "127.0.0.1:$PORT" --api-token-file "$TMP/token/token" >/dev/null || fail "a reload with the token was refused"
-log "pod: /v1/ready 200 on the pod's port, the ConfigMap's spec runs, the token works"
+log "pod: /v1/ready 200 on the pod's port, the ConfigMap's spec runs on a read-only root, the token works"
 # podman 4.3's kube down stops with a 0 s timeout (SIGKILL at once; podman issues
 # 19135, 22397): stop the pod with the grace period first, as the kubelet would.
 t0=$(now_ms)
