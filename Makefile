@@ -6,10 +6,35 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # urfave_cli_no_docs leaves out the man/markdown generators (and their start-up cost).
 TAGS    := urfave_cli_no_docs
 
-.PHONY: build run test test-short lint bench fuzz soak clean
+# Images: podman when installed, else docker. IMAGE:TAG and IMAGE-example:TAG.
+ENGINE  ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
+IMAGE   ?= localhost/tend
+TAG     ?= latest
+# podman builds OCI images by default, which have no HEALTHCHECK, and would keep an
+# image of every intermediate step.
+IMAGE_FORMAT := $(if $(filter podman,$(notdir $(ENGINE))),--format docker --layers=false)
+
+.PHONY: build demo run test test-short lint bench fuzz soak clean image image-example e2e
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+# The program the example image runs besides tend (examples/kubernetes).
+demo:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/demo ./examples/kubernetes/demo
+
+# The image FROM scratch with only bin/tend (README "Running in a container").
+image: build
+	$(ENGINE) build $(IMAGE_FORMAT) --target tend --build-arg VERSION=$(VERSION) -t $(IMAGE):$(TAG) .
+
+# The image of examples/kubernetes: tend and bin/demo.
+image-example: build demo
+	$(ENGINE) build $(IMAGE_FORMAT) --target example --build-arg VERSION=$(VERSION) -t $(IMAGE)-example:$(TAG) .
+
+# tend as PID 1 under a real OCI runtime (podman + runc): the image, the example,
+# stop, reload, orphans, and podman kube play of examples/kubernetes.
+e2e: build demo
+	bash e2e/run.sh
 
 # The main job on an example: Ctrl-C stops it cleanly.
 run: build

@@ -21,7 +21,7 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// statusCommand is `tend status [--json] [--watch]`.
+// statusCommand is `tend status [--json] [--watch] [--ready]`.
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status",
@@ -30,12 +30,19 @@ func statusCommand() *cli.Command {
 			listenFlag,
 			&cli.BoolFlag{Name: "json", Usage: "print the status document as JSON"},
 			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "print the status again whenever it changes"},
+			&cli.BoolFlag{Name: "ready", Usage: "print nothing; exit 0 ready, 1 not ready, 2 unreachable"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := extraArgs(c, 0); err != nil {
 				return err
 			}
 			api := newAPI(c)
+			if c.Bool("ready") {
+				if code := checkReady(api); code != readyYes {
+					return &exitError{code: code}
+				}
+				return nil
+			}
 			if c.Bool("watch") {
 				return watchStatus(api, c.Bool("json"), os.Stdout)
 			}

@@ -45,6 +45,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-format", Usage: "auto|console|json", Value: "auto", EnvVars: []string{"TEND_LOG_FORMAT"}},
 			&cli.StringFlag{Name: "log-level", Usage: "debug|info|warn|error", Value: "info", EnvVars: []string{"TEND_LOG_LEVEL"}},
 			varFlag,
+			&cli.BoolFlag{Name: "watch", Usage: "reload when the spec file's content changes", EnvVars: []string{"TEND_WATCH"}},
 		},
 		Action: func(c *cli.Context) error {
 			if _, err := specArg(c); err != nil {
@@ -72,6 +73,7 @@ func runCommand() *cli.Command {
 				Stdout:         os.Stdout,
 				Stderr:         os.Stderr,
 				Process:        process,
+				WatchPath:      watchPath(c.Bool("watch"), path),
 			})
 			code, err := sv.Run(context.Background())
 			if err != nil {
@@ -83,6 +85,14 @@ func runCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// watchPath is the spec file to watch for --watch, or "" without it.
+func watchPath(watch bool, path string) string {
+	if !watch {
+		return ""
+	}
+	return path
 }
 
 // newLogger builds tend's own logger: console on a terminal, JSON otherwise.

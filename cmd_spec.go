@@ -33,13 +33,16 @@ func validateCommand() *cli.Command {
 	}
 }
 
-// renderCommand is `tend render SPEC`: the spec after defaults and substitution.
+// renderCommand is `tend render [--grace] SPEC`: the spec after defaults and substitution.
 func renderCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "render",
 		Usage:     "print the spec after defaults and {VAR} substitution (secrets redacted)",
 		ArgsUsage: "SPEC",
-		Flags:     []cli.Flag{varFlag},
+		Flags: []cli.Flag{
+			varFlag,
+			&cli.BoolFlag{Name: "grace", Usage: "print only the shutdown grace period in whole seconds"},
+		},
 		Action: func(c *cli.Context) error {
 			path, err := specArg(c)
 			if err != nil {
@@ -48,6 +51,9 @@ func renderCommand() *cli.Command {
 			s, err := loadSpec(path, c.StringSlice("var"))
 			if err != nil {
 				return specFailure(path, err)
+			}
+			if c.Bool("grace") {
+				return printGrace(path, s)
 			}
 			out, err := s.Render()
 			if err != nil {

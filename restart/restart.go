@@ -1,6 +1,7 @@
 // Package restart is the math of retrying: instancectl's jittered exponential restart
 // delay for containers and pod_agent's time_limit period for probes, init commands and
-// stop/destroy handlers. Pure functions of counters and an injected random source.
+// stop/destroy handlers, and the longest shutdown those periods allow (grace.go). Pure
+// functions of counters, specs and an injected random source.
 package restart
 
 import (

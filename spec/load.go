@@ -175,8 +175,20 @@ func (s *Spec) Revision() string {
 	if s.digest == [32]byte{} {
 		return ""
 	}
-	return hex.EncodeToString(s.digest[:6])
+	return revisionOf(s.digest)
 }
+
+// FileRevision is the Revision that loading path now would give, without parsing it:
+// a watcher tells a change of content from a touch with it.
+func FileRevision(path string) (string, error) {
+	data, err := readSpecFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return revisionOf(sha256.Sum256(data)), nil
+}
+
+func revisionOf(digest [32]byte) string { return hex.EncodeToString(digest[:6]) }
 
 // Vars is every substitution variable: BSCONFIG_INAME, BSCONFIG_IDIR, BSCONFIG_IHOST,
 // BSCONFIG_IPORT (when instance.port is set) and the BSCONFIG_IPORT_PLUS_N the spec

@@ -39,6 +39,9 @@ type Options struct {
 	// Process is the process-wide set-up begun by the caller (SetUpProcess); nil:
 	// Run begins it itself.
 	Process *Process
+	// WatchPath is the spec file to reload on every change of its content
+	// (--watch); "" watches nothing.
+	WatchPath string
 }
 
 // Process is what tend sets up as a process before it supervises anything: it
@@ -170,6 +173,14 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 	sv.runCtx = runCtx
 	sv.reloadCtx, sv.cancelReload = context.WithCancel(runCtx)
 	defer sv.cancelReload()
+	if sv.opts.WatchPath != "" {
+		stopWatch, err := sv.watchSpec(runCtx, sv.opts.WatchPath)
+		if err != nil {
+			sv.setInstance(status.InstanceStopped, nil)
+			return 1, &ExitError{err}
+		}
+		defer stopWatch()
+	}
 
 	queued, end := sv.preparing(ctx, signals, api)
 	if end != nil {

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# make e2e: tend as PID 1 of real containers under podman and runc. Builds the images
+# of the Dockerfile and checks the example instance (ready, --watch, SIGHUP, a stop
+# by its stop policies inside the grace period), reaping of orphans, and
+# `podman kube play` of examples/kubernetes. Everything it creates (containers, pod,
+# volumes, images) is removed at the end, also on failure. It fails, never skips,
+# when podman cannot run a container here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CONTAINERS_CONF="${CONTAINERS_CONF:-$PWD/e2e/containers.conf}"
+
+RUN="e2e-$$"                         # tag and name part of everything this run creates
+IMAGE=localhost/tend
+EXAMPLE="$IMAGE-example:$RUN"
+CTR="tend-$RUN"                      # the example instance under podman run
+ORPHANS="tend-$RUN-orphans"
+POD=tend-example-pod-0               # podman kube play: <deployment>-pod-0
+POD_CTR="$POD-tend"
+PORT=$((20000 + $$ % 10000))         # the pod's API, published on loopback only
+TMP="$(mktemp -d /tmp/tend-e2e.XXXXXX)"
+STARTED=$(date +%s)
+
+log() { printf '%s e2e: %s\n' "$(date +%T.%3N)" "$*"; }
+fail() {
+	log "FAIL: $*"
+	exit 1
+}
+now_ms() { date +%s%3N; }
+# The image has a HEALTHCHECK, and podman schedules health checks with systemd
+# timers: without systemd (a CI sandbox) it logs errors at every container start and
+# stop, which change nothing here (`podman healthcheck run` still works).
+podman() { command podman "$@" 2> >(grep -v 'unable to get systemd connection' >&2); }
+
+# waitfor SECONDS WHAT CMD...: poll CMD until it succeeds. CMD is run anew each
+# time: a function, not a "$(...)" that the call would expand once.
+waitfor() {
+	local secs=$1 what=$2
+	shift 2
+	local deadline=$(($(date +%s) + secs))
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -lt "$deadline" ] || fail "timed out after ${secs}s waiting for $what"
+		sleep 0.2
+	done
+}
+
+command -v podman >/dev/null || fail "podman is not installed (apt-get install podman runc catatonit)"
+had_pause=$(podman images -q --filter reference=localhost/podman-pause)
+played= # set once podman kube play may have created the pod and its volume
+cleanup() {
+	local code=$?
+	set +e
+	if [ "$code" -ne 0 ]; then
+		for c in "$CTR" "$ORPHANS" "$POD_CTR"; do
+			podman container exists "$c" 2>/dev/null || continue
+			log "last output of $c:"
+			podman logs --tail 40 "$c" 2>&1 | sed 's/^/    /'
+		done
+	fi
+	podman rm -f -t 0 "$CTR" "$ORPHANS" >/dev/null 2>&1
+	if [ -n "$played" ]; then
+		podman kube down "$TMP/deployment.yaml" >/dev/null 2>&1
+		podman pod rm -f -t 0 "$POD" >/dev/null 2>&1
+		podman volume rm -f tend-example-spec tend-run >/dev/null 2>&1
+	fi
+	podman rmi -f "$IMAGE:$RUN" "$EXAMPLE" >/dev/null 2>&1
+	# podman builds its pause image on the first kube play; remove it if we made it.
+	[ -z "$had_pause" ] && podman rmi -f $(podman images -q --filter reference=localhost/podman-pause) >/dev/null 2>&1
+	rm -rf "$TMP"
+	if [ "$code" -eq 0 ]; then
+		log "PASS in $(($(date +%s) - STARTED))s"
+	fi
+	exit "$code"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+podman version --format 'podman {{.Client.Version}}' | sed 's/^/    /'
+
+log "building $IMAGE:$RUN and $EXAMPLE"
+make -s image image-example ENGINE=podman TAG="$RUN" >"$TMP/build.log" 2>&1 || {
+	cat "$TMP/build.log"
+	fail "podman build failed"
+}
+log "image size: $(podman image inspect --format '{{.Size}}' "$IMAGE:$RUN") bytes (tend alone), example $(podman image inspect --format '{{.Size}}' "$EXAMPLE")"
+
+# Can this machine run a container at all? If not, say why and fail.
+if ! out=$(podman run --rm --entrypoint /tend "$IMAGE:$RUN" version 2>&1); then
+	fail "podman cannot start a container on this machine: $out"
+fi
+log "runs: $out"
+
+GRACE=$(bin/tend render --grace examples/kubernetes/spec.yaml)
+WORST=$((GRACE - 5)) # the longest shutdown the spec allows, in seconds
+
+# Output is read whole before grep -q looks at it: with pipefail, a grep -q that
+# stops reading early would fail the pipeline through the writer's SIGPIPE.
+# logs_have CTR REGEX: the container's output has a line matching REGEX.
+logs_have() {
+	local out
+	out=$(podman logs "$1" 2>&1)
+	grep -q -- "$2" <<<"$out"
+}
+# status_has CTR REGEX: `tend status --json` in the container has a line matching REGEX.
+status_has() {
+	local out
+	out=$(podman exec "$1" /tend status --json)
+	grep -q -- "$2" <<<"$out"
+}
+# instance_ready CTR: `tend status --json` in the container says the instance is ready.
+instance_ready() {
+	local out
+	out=$(podman exec "$1" /tend status --json)
+	out=$(grep -A1 '^  "ready": {' <<<"$out")
+	grep -q '"status": "True"' <<<"$out"
+}
+# revision CTR: the revision tend runs.
+revision() { podman exec "$1" /tend status --json | sed -n 's/^  "revision": "\(.*\)",$/\1/p'; }
+runs_revision() { [ "$(revision "$1")" = "$2" ]; }
+# reloads CTR: how many reloads tend has applied.
+reloads() { podman logs "$1" 2>&1 | grep -c '"message":"reload applied"' || true; }
+more_reloads() { [ "$(reloads "$1")" -gt "$2" ]; }
+# file_revision FILE: the revision tend gives FILE (12 hex digits of its SHA-256).
+file_revision() { sha256sum "$1" | cut -c1-12; }
+# event_ms CTR CONTAINER EVENT: at_ms of the demo's last EVENT line from CONTAINER.
+event_ms() {
+	podman logs "$1" 2>&1 | sed -n "s/^$2 | at_ms=\([0-9]*\) event=$3\b.*/\1/p" | tail -1
+}
+
+# --- the example instance: tend as PID 1 with the spec of examples/kubernetes --------
+mkdir -p "$TMP/spec"
+cp examples/kubernetes/spec.yaml "$TMP/spec/spec.yaml"
+log "example instance: podman run $CTR"
+podman run -d --name "$CTR" -v "$TMP/spec:/etc/tend:ro" "$EXAMPLE" --watch /etc/tend/spec.yaml >/dev/null
+pid=$(podman inspect --format '{{.State.Pid}}' "$CTR")
+nspid=$(awk '/^NSpid:/ {print $NF}' "/proc/$pid/status")
+[ "$nspid" = 1 ] || fail "tend is PID $nspid in its container, want 1"
+waitfor 30 "the example instance ready (tend status --json)" instance_ready "$CTR"
+log "ready: tend is PID 1, both containers ready"
+podman healthcheck run "$CTR" >/dev/null || fail "the image's HEALTHCHECK (tend status --ready) failed on a ready instance"
+
+# --watch on a bind-mounted spec: a rename-over reloads.
+sed 's/--every 5s/--every 1s/' examples/kubernetes/spec.yaml >"$TMP/spec/spec.yaml.new"
+mv "$TMP/spec/spec.yaml.new" "$TMP/spec/spec.yaml"
+want=$(file_revision "$TMP/spec/spec.yaml")
+waitfor 10 "--watch to load revision $want" runs_revision "$CTR" "$want"
+waitfor 10 "the changed worker ready" instance_ready "$CTR"
+log "--watch: the changed spec runs (revision $want)"
+
+# SIGHUP from the runtime reloads.
+before=$(reloads "$CTR")
+podman kill --signal HUP "$CTR" >/dev/null
+waitfor 10 "a reload after SIGHUP" more_reloads "$CTR" "$before"
+log "SIGHUP: reloaded"
+
+# podman stop: every container by its stop policy, tend exits 0 inside the grace period.
+t0=$(now_ms)
+podman stop -t 20 "$CTR" >/dev/null
+t1=$(now_ms)
+code=$(podman inspect --format '{{.State.ExitCode}}' "$CTR")
+[ "$code" = 0 ] || fail "tend exited $code after podman stop, want 0"
+draining=$(event_ms "$CTR" web draining)
+drained=$(event_ms "$CTR" web drained)
+term=$(event_ms "$CTR" worker SIGTERM)
+[ -n "$draining" ] && [ -n "$drained" ] && [ -n "$term" ] ||
+	fail "missing stop events: web draining '$draining', drained '$drained', worker SIGTERM '$term'"
+[ "$draining" -ge "$t0" ] || fail "web drained before podman stop"
+[ "$term" -ge "$drained" ] || fail "worker got SIGTERM at $term, before web had drained at $drained (term_barrier WAIT)"
+logs_have "$CTR" '"step":"kill"' && fail "something needed SIGKILL"
+[ $((t1 - t0)) -lt $((WORST * 1000)) ] || fail "the stop took $((t1 - t0)) ms, over the spec's longest shutdown of ${WORST}s"
+log "podman stop: web drained by GET /shutdown (+$((drained - t0)) ms), then worker SIGTERM (+$((term - t0)) ms), exit 0 after $((t1 - t0)) ms (grace ${GRACE}s)"
+podman rm "$CTR" >/dev/null
+
+# --- orphans: a container leaves 20 children behind; tend (PID 1) reaps them --------
+mkdir -p "$TMP/orphans"
+cat >"$TMP/orphans/spec.yaml" <<'EOF'
+containers:
+  - name: spawner
+    command: /demo orphans --count 20 --linger 1s
+    restart_policy: {mode: never}
+  - name: idle
+    command: /demo worker --every 60s
+EOF
+podman run -d --name "$ORPHANS" -v "$TMP/orphans:/etc/tend:ro" "$EXAMPLE" >/dev/null
+waitfor 20 "the spawner's 20 children" logs_have "$ORPHANS" 'event=spawned count=20'
+pidns=$(readlink "/proc/$(podman inspect --format '{{.State.Pid}}' "$ORPHANS")/ns/pid")
+# in_pidns: "<processes> <zombies>" in the container's PID namespace, from the host.
+in_pidns() {
+	local n=0 z=0 p
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$pidns" ] || continue
+		n=$((n + 1))
+		grep -q '^State:[[:space:]]*Z' "$p/status" 2>/dev/null && z=$((z + 1))
+	done
+	echo "$n $z"
+}
+reaped() { [ "$(in_pidns)" = "2 0" ]; }
+waitfor 20 "only tend and idle left, no zombies" reaped
+log "orphans: 20 children outlived their parent and were reaped: $(in_pidns | cut -d' ' -f1) processes left, no zombies"
+podman stop -t 20 "$ORPHANS" >/dev/null
+[ "$(podman inspect --format '{{.State.ExitCode}}' "$ORPHANS")" = 0 ] || fail "tend exited non-zero after podman stop (orphans)"
+podman rm "$ORPHANS" >/dev/null
+
+# --- podman kube play of examples/kubernetes ------------------------------------------
+# Three local changes to the Deployment, checked to apply: the image of this run; the
+# API port published on loopback; and the token from a host directory, because
+# podman 4.3 (Debian 12) cannot mount a Secret volume in kube play (it panics).
+mkdir -p "$TMP/token"
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/token/token"
+sed -e "s|image: localhost/tend-example:latest|image: $EXAMPLE|" \
+	-e "s|- {name: api, containerPort: 8080}|- {name: api, containerPort: 8080, hostPort: $PORT, hostIP: 127.0.0.1}|" \
+	-e "s|secret: {secretName: tend-api-token}|hostPath: {path: $TMP/token, type: Directory}|" \
+	examples/kubernetes/deployment.yaml >"$TMP/deployment.yaml"
+for want in "image: $EXAMPLE" "hostPort: $PORT" "path: $TMP/token"; do
+	grep -qF "$want" "$TMP/deployment.yaml" || fail "examples/kubernetes/deployment.yaml changed: cannot set '$want'"
+done
+podman pod exists "$POD" && fail "a pod $POD exists already (not ours): remove it first"
+for v in tend-example-spec tend-run; do # kube play's volumes for the ConfigMap and the emptyDir
+	podman volume exists "$v" && fail "a volume $v exists already (not ours): remove it first"
+done
+log "podman kube play examples/kubernetes (port 127.0.0.1:$PORT)"
+played=1
+podman kube play --configmap examples/kubernetes/configmap.yaml "$TMP/deployment.yaml" >"$TMP/play.log" 2>&1 || {
+	cat "$TMP/play.log"
+	fail "podman kube play failed"
+}
+waitfor 30 "GET /v1/ready = 200 on 127.0.0.1:$PORT" bin/tend status --ready --listen "127.0.0.1:$PORT"
+[ "$(revision "$POD_CTR")" = "$(file_revision examples/kubernetes/spec.yaml)" ] ||
+	fail "the pod does not run the ConfigMap's spec: revision $(revision "$POD_CTR")"
+status_has "$POD_CTR" '"instance": "tend-example"' || fail "the pod's instance is not tend-example"
+[ "$(podman inspect --format '{{.HostConfig.ReadonlyRootfs}}' "$POD_CTR")" = true ] || fail "the pod's root filesystem is not read-only"
+# The token from the volume guards the mutating API on TCP.
+bin/tend reload --listen "127.0.0.1:$PORT" >/dev/null 2>&1 && fail "a reload over TCP without the token was accepted"
+bin/tend reload --listen "127.0.0.1:$PORT" --api-token-file "$TMP/token/token" >/dev/null || fail "a reload with the token was refused"
+log "pod: /v1/ready 200 on the pod's port, the ConfigMap's spec runs on a read-only root, the token works"
+# podman 4.3's kube down stops with a 0 s timeout (SIGKILL at once; podman issues
+# 19135, 22397): stop the pod with the grace period first, as the kubelet would.
+t0=$(now_ms)
+podman pod stop -t "$GRACE" "$POD" >/dev/null
+t1=$(now_ms)
+code=$(podman inspect --format '{{.State.ExitCode}}' "$POD_CTR")
+[ "$code" = 0 ] || fail "tend in the pod exited $code, want 0"
+logs_have "$POD_CTR" 'web | .*event=drained' || fail "web in the pod was not stopped by its stop policy"
+podman kube down "$TMP/deployment.yaml" >/dev/null
+podman pod exists "$POD" && fail "podman kube down left the pod"
+log "pod: stopped by its stop policies, exit 0 after $((t1 - t0)) ms; kube down removed it"

@@ -1,0 +1,161 @@
+package restart
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tend-sh/tend/spec"
+)
+
+// GraceSlack is added to the longest shutdown so that the orchestrator's SIGKILL
+// never lands while tend is still finishing: timer latency, the last report, exit.
+const GraceSlack = 5 * time.Second
+
+// Grace is the shutdown grace period an orchestrator should give tend for spec s
+// (`tend render --grace`, the README's "Running on Kubernetes"): the longest
+// shutdown the spec allows, in whole seconds rounded up, plus GraceSlack. An
+// unbounded shutdown (a stop or destroy handler with max_execution_time_ms 0) is an
+// error naming the field.
+func Grace(s *spec.Spec) (time.Duration, error) {
+	longest, err := LongestShutdown(s)
+	if err != nil {
+		return 0, err
+	}
+	if longest > math.MaxInt64-GraceSlack-time.Second {
+		return 0, fmt.Errorf("the longest shutdown is beyond any grace period (%v)", longest)
+	}
+	return (longest + time.Second - 1).Truncate(time.Second) + GraceSlack, nil
+}
+
+// LongestShutdown is the longest a shutdown of s can take, the way the stop sequence
+// runs (README "The stop sequence"): every container stops at once, so the
+// shutdown lasts as long as the slowest container.
+func LongestShutdown(s *spec.Spec) (time.Duration, error) {
+	stops := make([]containerStop, len(s.Containers))
+	for i := range s.Containers {
+		st, err := stopOf(&s.Containers[i], fmt.Sprintf("containers[%d]", i))
+		if err != nil {
+			return 0, err
+		}
+		stops[i] = st
+	}
+	// A WAIT container's SIGTERM waits for every IGNORE container to reach its own.
+	var ignoreReachTerm time.Duration
+	for i, st := range stops {
+		if s.Containers[i].TermBarrier != spec.BarrierWait {
+			ignoreReachTerm = max(ignoreReachTerm, st.untilTerm)
+		}
+	}
+	var longest time.Duration
+	for i, st := range stops {
+		total := st.total(s.Containers[i].TermBarrier == spec.BarrierWait, ignoreReachTerm)
+		// With depends_on, containers stop one after another along their chains:
+		// a container's time is then added to the longest time of the containers
+		// that depend on it, and the longest chain is the shutdown. Today every
+		// container stops at once.
+		longest = max(longest, total)
+	}
+	return longest, nil
+}
+
+// containerStop is the worst case of one container's stop sequence, in parts.
+type containerStop struct {
+	signalOnly bool          // a unix_signal handler: no TERM, no barrier wait
+	untilTerm  time.Duration // initial delay, handler tries and wait_after_ms, until its TERM
+	afterTerm  time.Duration // term_timeout_ms, or the unix_signal tries
+	destroy    time.Duration // destroy_policy
+}
+
+// total is the container's whole stop: a WAIT container's TERM comes no earlier than
+// every IGNORE container's (ignoreReachTerm).
+func (c containerStop) total(waits bool, ignoreReachTerm time.Duration) time.Duration {
+	term := c.untilTerm
+	if waits && !c.signalOnly {
+		term = max(term, ignoreReachTerm)
+	}
+	return add(add(term, c.afterTerm), c.destroy)
+}
+
+// stopOf computes the worst case of one container's stop sequence; path names the
+// container in errors.
+func stopOf(c *spec.Container, path string) (containerStop, error) {
+	pol := c.StopPolicy
+	var st containerStop
+	tl := FromSpec(pol.TimeLimit)
+	tries := max(1, deref(pol.MaxTries))
+	switch {
+	case pol.UnixSignal != nil:
+		// The signal is sent at each try, and each try waits one period for the
+		// exit; SIGKILL follows the last period.
+		st.signalOnly = true
+		st.untilTerm = tl.InitialDelay
+		st.afterTerm = sumPeriods(tl, tries, 0)
+	case pol.Exec != nil || pol.HTTPGet != nil:
+		d, err := handlerTries(tl, tries, path+".stop_policy")
+		if err != nil {
+			return st, err
+		}
+		st.untilTerm = add(add(tl.InitialDelay, d), spec.Ms(pol.WaitAfterMs))
+		st.afterTerm = spec.Ms(pol.TermTimeoutMs)
+	default:
+		st.afterTerm = spec.Ms(pol.TermTimeoutMs)
+	}
+	if d := c.DestroyPolicy; d != nil {
+		dtl := FromSpec(d.TimeLimit)
+		tries, err := handlerTries(dtl, max(1, deref(d.MaxTries)), path+".destroy_policy")
+		if err != nil {
+			return st, err
+		}
+		st.destroy = add(dtl.InitialDelay, tries)
+	}
+	return st, nil
+}
+
+// handlerTries is the longest run of tries of an exec or http_get handler that
+// fail: each try starts a period after the previous one started (the period for
+// that many failures), or right after it when it ran longer, and takes up to
+// max_execution_time_ms.
+func handlerTries(tl TimeLimit, tries int, path string) (time.Duration, error) {
+	if tl.MaxExecution <= 0 {
+		return 0, fmt.Errorf("%s.time_limit.max_execution_time_ms is 0 (no limit): the shutdown has no bound", path)
+	}
+	return add(tl.MaxExecution, sumPeriods(tl, tries-1, tl.MaxExecution)), nil
+}
+
+// sumPeriods is the sum of max(Period(k), floor) for k = 1..n. The period never
+// shrinks (back_off >= 1), and once two periods in a row are equal the rest are
+// too: no loop over an absurd max_tries.
+func sumPeriods(tl TimeLimit, n int, floor time.Duration) time.Duration {
+	var total time.Duration
+	for k := 1; k <= n; k++ {
+		if k > 2 && tl.Period(k) == tl.Period(k-1) {
+			return add(total, mul(max(tl.Period(k), floor), n-k+1))
+		}
+		total = add(total, max(tl.Period(k), floor))
+	}
+	return total
+}
+
+// add and mul saturate at the longest duration instead of wrapping around.
+func add(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func mul(d time.Duration, n int) time.Duration {
+	if n > 0 && d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
+	}
+	return d * time.Duration(n)
+}
+
+// deref is *p, or 0 for nil.
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

@@ -1,0 +1,129 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tend-sh/tend/spec"
+)
+
+// The spec file's directory is watched, not the file: an editor writes a new file
+// and renames it over the old one, and a Kubernetes ConfigMap volume swaps its
+// "..data" symlink to a new directory; neither changes the file a watch on it
+// would hold. IN_MODIFY is left out: a log file written in the same directory
+// would wake the watcher at every line, and a writer closes the file when done.
+const watchMask = unix.IN_CLOSE_WRITE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM |
+	unix.IN_CREATE | unix.IN_DELETE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+
+// A change comes as a burst of events (the kubelet's swap is several steps, an
+// editor's save too): tend waits until the directory has been quiet for
+// watchQuiet, and no longer than watchSettleMax after the first event, so that a
+// change is applied well within a second.
+const (
+	watchQuiet     = 100 * time.Millisecond
+	watchSettleMax = 500 * time.Millisecond
+)
+
+// watchSpec starts reloading (as SIGHUP does) whenever the content of the spec file
+// at path changes (`tend run --watch`). A touch or a rewrite with the same bytes
+// reloads nothing: the content's hash is compared with the last one seen, starting
+// from the revision tend runs. The watch ends with ctx; the returned function
+// closes it.
+func (sv *Supervisor) watchSpec(ctx context.Context, path string) (func(), error) {
+	dir := filepath.Dir(path)
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return nil, fmt.Errorf("--watch: inotify: %w", err)
+	}
+	if _, err := unix.InotifyAddWatch(fd, dir, watchMask); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("--watch: watch %s: %w", dir, err)
+	}
+	// A non-blocking descriptor goes to Go's poller: Read parks the goroutine
+	// instead of a thread, and Close wakes it.
+	f := os.NewFile(uintptr(fd), "inotify")
+	events := make(chan struct{}, 1)
+	go func() {
+		defer close(events)
+		buf := make([]byte, 64<<10)
+		for {
+			// Which events arrived does not matter: the content decides.
+			if _, err := f.Read(buf); err != nil {
+				return
+			}
+			select {
+			case events <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	sv.mu.Lock()
+	last := sv.revision
+	sv.mu.Unlock()
+	go sv.watchLoop(ctx, path, last, events)
+	sv.log.Info().Str("dir", dir).Msg("watching the spec file for changes")
+	return func() { f.Close() }, nil
+}
+
+// watchLoop waits for each burst of events to settle, then asks for a reload when
+// the file's content differs from the last seen. An unreadable file counts as a
+// change too, so that the reload shows why in reload_error.
+func (sv *Supervisor) watchLoop(ctx context.Context, path, last string, events <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		}
+		if !settle(ctx, events) {
+			return
+		}
+		seen, err := spec.FileRevision(path)
+		if err != nil {
+			seen = "unreadable: " + err.Error()
+		}
+		if seen == last {
+			sv.log.Debug().Str("spec", path).Msg("the spec file's directory changed, its content did not")
+			continue
+		}
+		last = seen
+		sv.log.Info().Str("spec", path).Msg("the spec file changed; reloading")
+		select {
+		case sv.requests <- request{kind: reqReload, reply: func(error) {}}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// settle waits until no event came for watchQuiet, or watchSettleMax passed; it
+// reports false when ctx ended or the watch closed.
+func settle(ctx context.Context, events <-chan struct{}) bool {
+	deadline := time.NewTimer(watchSettleMax)
+	defer deadline.Stop()
+	quiet := time.NewTimer(watchQuiet)
+	defer quiet.Stop()
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return false
+			}
+			quiet.Reset(watchQuiet)
+		case <-quiet.C:
+			return true
+		case <-deadline.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
