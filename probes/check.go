@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,7 +125,7 @@ const (
 // kept longer than maxConnAge.
 func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep *session) string {
 	var req httpRequest
-	if keep != nil && keep.req.text != "" && keep.req.handler == h {
+	if keep != nil && keep.req.text != "" && sameHTTPGet(keep.req.handler, h) {
 		req = keep.req // the same handler every check: built once per probe
 	} else {
 		var detail string
@@ -180,6 +181,12 @@ type httpRequest struct {
 	handler  spec.HTTPGet // the handler it was built for
 	hostPort string
 	text     string
+}
+
+// sameHTTPGet reports whether a and b ask the same request.
+func sameHTTPGet(a, b spec.HTTPGet) bool {
+	return a.Scheme == b.Scheme && a.Port == b.Port && a.Path == b.Path && a.Host == b.Host &&
+		slices.Equal(a.Headers, b.Headers) && a.ExpectedAnswer == b.ExpectedAnswer && a.Any == b.Any
 }
 
 // newHTTPRequest builds the request of h; a detail instead when h cannot be asked.
