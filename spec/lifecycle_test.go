@@ -188,6 +188,9 @@ containers:
     restart_policy: {mode: never}
 `, nil)
 	db, migrate, api := &s.Containers[0], &s.Containers[1], &s.Containers[2]
+	if db.ReadinessProbe.logLine == nil {
+		t.Error("log_line was not compiled by Load")
+	}
 	if re := db.ReadinessProbe.LogLineRegexp(); re == nil || !re.MatchString("LOG:  database system is ready to accept connections") {
 		t.Errorf("log_line regexp = %v, want one matching the postgres line", re)
 	}
