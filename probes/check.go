@@ -135,9 +135,9 @@ const (
 	staleConn                // a kept connection the server had closed: try a new one
 )
 
-// checkHTTP returns "" on success, else why it failed. It speaks HTTP/1.1 by hand
-// (no net/http Client: no transport goroutines, no pool) and parses the answer with
-// readAnswer. Redirects are answers in 200–399, never followed: a probe
+// checkHTTP returns "" on success, else why it failed. It speaks HTTP/1.1 by hand,
+// over TLS for scheme https (no net/http Client: no transport goroutines, no pool),
+// and parses the answer with readAnswer. Redirects are answers in 200–399, never followed: a probe
 // checks this server. With keep (a probe's checks) the connection is kept for the
 // next check, like pebble's and process-compose's probes and unlike kubelet's: a
 // third of the CPU of a new connection per check. A kept connection the server has
@@ -272,8 +272,8 @@ func newHTTPRequest(h spec.HTTPGet, keep bool) (httpRequest, string) {
 // container's certificate is usually issued for a public name, not for localhost.
 // The server name (SNI) is the request's Host without its port; Go leaves it out for
 // an IP. No post-quantum key exchange: the key share Go offers by default costs a
-// third of a handshake, and protects nothing a check on loopback sends; the NIST
-// curves stay for servers without X25519.
+// third of a handshake, and guards against no one when the certificate is not
+// verified anyway; the NIST curves stay for servers without X25519.
 func tlsConfig(host, hostPort string) *tls.Config {
 	name := host
 	if h, _, err := net.SplitHostPort(host); err == nil {
