@@ -24,6 +24,8 @@ const (
 	DefaultChecksum             = "EMPTY:"
 	DefaultCheckPeriod          = "0d0h0m"
 	DefaultCachedRevisions      = 3
+	DefaultMaxFailures          = 0 // unlimited
+	DefaultMaxRunMs             = 0 // no deadline
 )
 
 // timeLimitDefaults are the TTimeLimit defaults of one context (SPEC.md §2.2); the
@@ -92,8 +94,11 @@ func defaultContainer(c *Container, port *int) {
 	setInt64(&rp.MaxJitterMs, DefaultRestartMaxJitterMs)
 	setInt64(&rp.StableAfterMs, DefaultRestartStableAfterMs)
 	setString(&rp.Mode, ModeAlways)
+	setInt(&rp.MaxFailures, DefaultMaxFailures)
+	setString(&rp.OnGiveUp, GiveUpStop)
+	setInt64(&c.MaxRunMs, DefaultMaxRunMs)
 
-	for _, p := range []*Probe{c.LivenessProbe, c.ReadinessProbe} {
+	for _, p := range []*Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		if p == nil {
 			continue
 		}
@@ -133,13 +138,15 @@ func defaultPolicy(p *Policy, port *int) {
 	p.TimeLimit = defaultTimeLimit(p.TimeLimit, handlerTimeLimit)
 }
 
-// defaultHandler fills http_get and tcp_socket hosts, paths and ports (port: instance.port).
+// defaultHandler fills http_get schemes, and http_get and tcp_socket hosts, paths and
+// ports (port: instance.port).
 func defaultHandler(h *Handler, port *int) {
 	instancePort := ""
 	if port != nil {
 		instancePort = strconv.Itoa(*port)
 	}
 	if g := h.HTTPGet; g != nil {
+		setString(&g.Scheme, SchemeHTTP)
 		setString(&g.Host, DefaultHTTPHost)
 		setString(&g.Path, DefaultHTTPPath)
 		setString(&g.Port, instancePort)

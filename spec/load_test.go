@@ -25,6 +25,7 @@ containers:
     init: [{command: y}]
     liveness_probe: {http_get: {}}
     readiness_probe: {tcp_socket: {}}
+    startup_probe: {notify: {}}
     destroy_policy: {exec: {command: z}}
     notify_actions: [{http_get: {path: /n}}]
     log: {file: a.log}
@@ -40,7 +41,7 @@ containers:
 		t.Errorf("dynamic resource = %+v, want cached_revisions_count 3, verify defaulted", d)
 	}
 	c := s.Containers[0]
-	wantRP := RestartPolicy{MinPeriodMs: i64(1000), MaxPeriodMs: i64(60000), Backoff: ptr(2.0), MaxJitterMs: i64(1000), StableAfterMs: i64(60000), Mode: "always"}
+	wantRP := RestartPolicy{MinPeriodMs: i64(1000), MaxPeriodMs: i64(60000), Backoff: ptr(2.0), MaxJitterMs: i64(1000), StableAfterMs: i64(60000), Mode: "always", MaxFailures: ptr(0), OnGiveUp: "stop"}
 	if !reflect.DeepEqual(*c.RestartPolicy, wantRP) {
 		t.Errorf("restart policy = %s, want %s", show(*c.RestartPolicy), show(wantRP))
 	}
@@ -56,6 +57,7 @@ containers:
 		{"init command", c.Init[0].TimeLimit, initTL},
 		{"liveness", c.LivenessProbe.TimeLimit, probe},
 		{"readiness", c.ReadinessProbe.TimeLimit, probe},
+		{"startup", c.StartupProbe.TimeLimit, probe},
 		{"stop", c.StopPolicy.TimeLimit, handler},
 		{"destroy", c.DestroyPolicy.TimeLimit, handler},
 		{"notify", c.NotifyActions[0].TimeLimit, handler},
@@ -66,8 +68,14 @@ containers:
 			t.Errorf("%s time_limit = %s, want %s", tl.what, show(tl.got), show(tl.want))
 		}
 	}
-	if g := c.LivenessProbe.HTTPGet; g.Host != "localhost" || g.Path != "/" || g.Port != "8080" {
-		t.Errorf("http_get = %+v, want localhost:8080/", g)
+	if g := c.LivenessProbe.HTTPGet; g.Scheme != "http" || g.Host != "localhost" || g.Path != "/" || g.Port != "8080" {
+		t.Errorf("http_get = %+v, want http://localhost:8080/", g)
+	}
+	if c.NotifyActions[0].HTTPGet.Scheme != "http" || d.Verify.HTTPGet.Scheme != "http" {
+		t.Error("http_get scheme of a notify action or verify not defaulted to http")
+	}
+	if *c.MaxRunMs != 0 || *c.StartupProbe.FailureThreshold != 1 || *c.StartupProbe.SuccessThreshold != 1 {
+		t.Errorf("max_run_ms %d, startup thresholds %d/%d; want 0, 1/1", *c.MaxRunMs, *c.StartupProbe.FailureThreshold, *c.StartupProbe.SuccessThreshold)
 	}
 	if tcp := c.ReadinessProbe.TCPSocket; tcp.Host != "::1" || tcp.Port != "8080" {
 		t.Errorf("tcp_socket = %+v, want [::1]:8080", tcp)

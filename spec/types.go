@@ -3,7 +3,10 @@
 // validated, resolved *Spec and never writes defaults of its own.
 package spec
 
-import "time"
+import (
+	"regexp"
+	"time"
+)
 
 // Spec is one instance spec document (SPEC.md §2). Optional numbers are pointers so
 // that a present 0 is told apart from an absent field; after Load every pointer that
@@ -88,14 +91,20 @@ type Container struct {
 	Env            []EnvVar       `yaml:"env,omitempty" json:"env,omitempty"`
 	Init           []InitCommand  `yaml:"init,omitempty" json:"init,omitempty"`
 	RestartPolicy  *RestartPolicy `yaml:"restart_policy,omitempty" json:"restart_policy,omitempty"`
+	MaxRunMs       *int64         `yaml:"max_run_ms,omitempty" json:"max_run_ms,omitempty"`
 	LivenessProbe  *Probe         `yaml:"liveness_probe,omitempty" json:"liveness_probe,omitempty"`
 	ReadinessProbe *Probe         `yaml:"readiness_probe,omitempty" json:"readiness_probe,omitempty"`
+	StartupProbe   *Probe         `yaml:"startup_probe,omitempty" json:"startup_probe,omitempty"`
 	StopPolicy     *StopPolicy    `yaml:"stop_policy,omitempty" json:"stop_policy,omitempty"`
 	TermBarrier    string         `yaml:"term_barrier,omitempty" json:"term_barrier,omitempty"`
 	DestroyPolicy  *Policy        `yaml:"destroy_policy,omitempty" json:"destroy_policy,omitempty"`
 	NotifyActions  []Policy       `yaml:"notify_actions,omitempty" json:"notify_actions,omitempty"`
 	TargetState    string         `yaml:"target_state,omitempty" json:"target_state,omitempty"`
 	Log            *Log           `yaml:"log,omitempty" json:"log,omitempty"`
+	// DependsOn maps a container's name to the condition it must meet before this
+	// container starts (SPEC.md §8.1). A mapping, so that reordering it changes
+	// nothing; Dependencies lists it by name.
+	DependsOn map[string]string `yaml:"depends_on,omitempty" json:"depends_on,omitempty"`
 }
 
 // Values of Container.TermBarrier, Container.TargetState and RestartPolicy.Mode.
@@ -109,6 +118,20 @@ const (
 	ModeAlways    = "always"
 	ModeOnFailure = "on_failure"
 	ModeNever     = "never"
+
+	GiveUpStop     = "stop"
+	GiveUpShutdown = "shutdown"
+
+	SchemeHTTP  = "http"
+	SchemeHTTPS = "https"
+)
+
+// Conditions of depends_on (SPEC.md §8.1).
+const (
+	CondStarted   = "started"   // its process has started
+	CondReady     = "ready"     // it is ready
+	CondSucceeded = "succeeded" // it completed with exit 0
+	CondCompleted = "completed" // it completed with any exit
 )
 
 // RestartPolicy is instancectl's jittered exponential restart (SPEC.md §3.2 item 3).
@@ -119,26 +142,74 @@ type RestartPolicy struct {
 	MaxJitterMs   *int64   `yaml:"max_jitter_ms,omitempty" json:"max_jitter_ms,omitempty"`
 	StableAfterMs *int64   `yaml:"stable_after_ms,omitempty" json:"stable_after_ms,omitempty"`
 	Mode          string   `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// MaxFailures is how many consecutive short runs end the restarts (0: never);
+	// OnGiveUp says what happens then (SPEC.md §8.3).
+	MaxFailures *int   `yaml:"max_failures,omitempty" json:"max_failures,omitempty"`
+	OnGiveUp    string `yaml:"on_give_up,omitempty" json:"on_give_up,omitempty"`
 }
 
 // Handler is one action: exactly one kind is set (which kinds are allowed depends on
-// where it is used: probes take http_get/tcp_socket/exec, stop policies add unix_signal,
+// where it is used: liveness probes take http_get/tcp_socket/exec, readiness and
+// startup probes add notify and log_line, stop policies take http_get/exec/unix_signal,
 // destroy policies, notify actions and verify take http_get/exec).
 type Handler struct {
 	HTTPGet    *HTTPGet    `yaml:"http_get,omitempty" json:"http_get,omitempty"`
 	TCPSocket  *TCPSocket  `yaml:"tcp_socket,omitempty" json:"tcp_socket,omitempty"`
 	Exec       *Exec       `yaml:"exec,omitempty" json:"exec,omitempty"`
 	UnixSignal *UnixSignal `yaml:"unix_signal,omitempty" json:"unix_signal,omitempty"`
+	Notify     *Notify     `yaml:"notify,omitempty" json:"notify,omitempty"`
+	// LogLine is an RE2 expression: ready once a line of the process's output
+	// matches it. LogLineRegexp is the compiled form.
+	LogLine *string `yaml:"log_line,omitempty" json:"log_line,omitempty"`
+
+	logLine *regexp.Regexp // LogLine compiled by validation
 }
 
-// HTTPGet is a GET to http://Host:Port/Path. Port is a string because it may hold
+// LogLineRegexp is the compiled log_line expression; nil when the handler has none.
+// Load compiles it while validating; for a handler built by hand it is compiled
+// here (nil when it does not compile).
+func (h Handler) LogLineRegexp() *regexp.Regexp {
+	switch {
+	case h.LogLine == nil:
+		return nil
+	case h.logLine != nil && h.logLine.String() == *h.LogLine:
+		return h.logLine
+	}
+	re, err := regexp.Compile(*h.LogLine)
+	if err != nil {
+		return nil
+	}
+	return re
+}
+
+// HTTPGet is a GET to Scheme://Host:Port/Path. Port is a string because it may hold
 // a {VAR}; after Load it is a decimal number in 1..65535 (empty: instance.port).
+// Scheme https does TLS without verifying the certificate (as kubelet).
 type HTTPGet struct {
-	Port           string `yaml:"port,omitempty" json:"port,omitempty"`
-	Path           string `yaml:"path,omitempty" json:"path,omitempty"`
-	Host           string `yaml:"host,omitempty" json:"host,omitempty"`
-	ExpectedAnswer string `yaml:"expected_answer,omitempty" json:"expected_answer,omitempty"`
-	Any            bool   `yaml:"any,omitempty" json:"any,omitempty"`
+	Scheme         string       `yaml:"scheme,omitempty" json:"scheme,omitempty"`
+	Port           string       `yaml:"port,omitempty" json:"port,omitempty"`
+	Path           string       `yaml:"path,omitempty" json:"path,omitempty"`
+	Host           string       `yaml:"host,omitempty" json:"host,omitempty"`
+	Headers        []HTTPHeader `yaml:"headers,omitempty" json:"headers,omitempty"`
+	ExpectedAnswer string       `yaml:"expected_answer,omitempty" json:"expected_answer,omitempty"`
+	Any            bool         `yaml:"any,omitempty" json:"any,omitempty"`
+}
+
+// HTTPHeader is a header sent with every request of an http_get handler. After Load
+// Name is an RFC 9110 token and Value (substituted) holds no CR, LF or NUL. A Host,
+// User-Agent or Accept header replaces tend's own.
+type HTTPHeader struct {
+	Name  string `yaml:"name" json:"name"`
+	Value string `yaml:"value" json:"value"`
+}
+
+// Notify is a readiness or startup probe by notification (SPEC.md §8.2): systemd's
+// protocol on a NOTIFY_SOCKET of the container's own (FD nil), with a watchdog when
+// WatchdogMs is set; or s6's, a newline written to file descriptor FD. The two are
+// exclusive: s6's protocol has no watchdog.
+type Notify struct {
+	WatchdogMs *int64 `yaml:"watchdog_ms,omitempty" json:"watchdog_ms,omitempty"`
+	FD         *int   `yaml:"fd,omitempty" json:"fd,omitempty"`
 }
 
 // TCPSocket succeeds when connect succeeds; Host defaults to ::1.
@@ -157,7 +228,7 @@ type UnixSignal struct {
 	Signal string `yaml:"signal" json:"signal"`
 }
 
-// Probe is a liveness or readiness probe (SPEC.md §4).
+// Probe is a liveness, readiness or startup probe (SPEC.md §4, §8.2).
 type Probe struct {
 	Handler          `yaml:",inline" json:",inline"`
 	TimeLimit        *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`

@@ -31,7 +31,25 @@ const (
 	kindTCP    = "tcp_socket"
 	kindExec   = "exec"
 	kindSignal = "unix_signal"
+	kindNotify = "notify"
+	kindLog    = "log_line"
 )
+
+// Handler kinds by place: liveness probes, readiness and startup probes.
+var (
+	livenessKinds  = []string{kindHTTP, kindTCP, kindExec}
+	readinessKinds = []string{kindHTTP, kindTCP, kindExec, kindNotify, kindLog}
+)
+
+// Bounds of notify: {fd: N}: 0-2 are stdin, stdout and stderr; a descriptor is
+// passed as the Nth of a list of N+1, so it stays under the usual open-file limit.
+const (
+	minNotifyFD = 3
+	maxNotifyFD = 1023
+)
+
+// Headers an http_get may not set: tend frames the request and manages its connection.
+var framingHeaders = []string{"Connection", "Content-Length", "Keep-Alive", "TE", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // checker validates a defaulted spec and substitutes {VAR}s in place, recording every
 // problem in c. Substitution happens field by field during the walk, so a field whose
@@ -137,6 +155,7 @@ func (k *checker) check() {
 			logs[abs] = path
 		}
 	}
+	k.dependencies()
 }
 
 func (k *checker) container(path string, c *Container, names map[string]string) {
@@ -159,16 +178,26 @@ func (k *checker) container(path string, c *Container, names map[string]string) 
 	k.nonNegative(join(rpPath, "max_jitter_ms"), rp.MaxJitterMs)
 	k.nonNegative(join(rpPath, "stable_after_ms"), rp.StableAfterMs)
 	k.oneOf(join(rpPath, "mode"), rp.Mode, ModeAlways, ModeOnFailure, ModeNever)
+	if *rp.MaxFailures < 0 {
+		k.c.addf(join(rpPath, "max_failures"), "must not be negative (0: unlimited), got %d", *rp.MaxFailures)
+	}
+	k.oneOf(join(rpPath, "on_give_up"), rp.OnGiveUp, GiveUpStop, GiveUpShutdown)
+	k.nonNegative(join(path, "max_run_ms"), c.MaxRunMs)
 
 	for _, probe := range []struct {
 		field string
 		p     *Probe
-	}{{"liveness_probe", c.LivenessProbe}, {"readiness_probe", c.ReadinessProbe}} {
+		kinds []string
+	}{
+		{"liveness_probe", c.LivenessProbe, livenessKinds},
+		{"readiness_probe", c.ReadinessProbe, readinessKinds},
+		{"startup_probe", c.StartupProbe, readinessKinds},
+	} {
 		if probe.p == nil {
 			continue
 		}
 		p := join(path, probe.field)
-		k.handler(p, &probe.p.Handler, true, kindHTTP, kindTCP, kindExec)
+		k.handler(p, &probe.p.Handler, true, probe.kinds...)
 		k.timeLimit(join(p, "time_limit"), probe.p.TimeLimit)
 		k.atLeast(join(p, "failure_threshold"), *probe.p.FailureThreshold, 1)
 		k.atLeast(join(p, "success_threshold"), *probe.p.SuccessThreshold, 1)
@@ -211,38 +240,68 @@ func (k *checker) handler(path string, h *Handler, required bool, allowed ...str
 	set := map[string]bool{
 		kindHTTP: h.HTTPGet != nil, kindTCP: h.TCPSocket != nil,
 		kindExec: h.Exec != nil, kindSignal: h.UnixSignal != nil,
+		kindNotify: h.Notify != nil, kindLog: h.LogLine != nil,
 	}
-	var present []string
-	for _, kind := range []string{kindHTTP, kindTCP, kindExec, kindSignal} {
+	var present, refused []string
+	for _, kind := range []string{kindHTTP, kindTCP, kindExec, kindSignal, kindNotify, kindLog} {
 		if !set[kind] {
 			continue
 		}
-		if !contains(allowed, kind) {
-			k.c.addf(join(path, kind), "not allowed here (use %s)", orList(allowed))
+		switch {
+		case contains(allowed, kind):
+			present = append(present, kind)
 			continue
+		case kind == kindNotify || kind == kindLog:
+			k.c.addf(join(path, kind), "%s is only for readiness_probe and startup_probe", kind)
+		default:
+			k.c.addf(join(path, kind), "not allowed here (use %s)", orList(allowed))
 		}
-		present = append(present, kind)
+		refused = append(refused, kind)
 	}
 	switch {
 	case len(present) > 1:
 		k.c.addf(path, "has both %s and %s; %s one of %s", present[0], present[1],
 			map[bool]string{true: "exactly", false: "at most"}[required], orList(allowed))
 		return
+	case len(present) == 0 && len(refused) > 0:
+		return // what to use instead is said already
 	case len(present) == 0 && required:
 		k.c.addf(path, "needs one of %s", orList(allowed))
 		return
 	}
 	if g := h.HTTPGet; g != nil {
+		k.oneOf(join(path, "http_get.scheme"), g.Scheme, SchemeHTTP, SchemeHTTPS)
 		k.port(join(path, "http_get.port"), &g.Port)
 		if k.subst(join(path, "http_get.path"), &g.Path) && !strings.HasPrefix(g.Path, "/") {
 			k.c.addf(join(path, "http_get.path"), "must start with /, got %q", g.Path)
 		}
+		k.headers(join(path, "http_get.headers"), g.Headers)
 	}
 	if t := h.TCPSocket; t != nil {
 		k.port(join(path, "tcp_socket.port"), &t.Port)
 	}
 	if e := h.Exec; e != nil {
 		k.command(join(path, "exec.command"), &e.Command)
+	}
+	if n := h.Notify; n != nil {
+		if n.WatchdogMs != nil && *n.WatchdogMs < 1 {
+			k.c.addf(join(path, "notify.watchdog_ms"), "must be at least 1, got %d", *n.WatchdogMs)
+		}
+		if n.FD != nil && (*n.FD < minNotifyFD || *n.FD > maxNotifyFD) {
+			k.c.addf(join(path, "notify.fd"), "must be a file descriptor %d-%d (0-2 are stdin, stdout, stderr), got %d", minNotifyFD, maxNotifyFD, *n.FD)
+		}
+		if n.FD != nil && n.WatchdogMs != nil {
+			k.c.addf(join(path, "notify"), "has both fd (s6's protocol) and watchdog_ms (systemd's); s6's protocol has no watchdog")
+		}
+	}
+	if h.LogLine != nil {
+		if *h.LogLine == "" {
+			k.c.addf(join(path, kindLog), "must not be empty (it would match every line)")
+		} else if re, err := regexp.Compile(*h.LogLine); err != nil {
+			k.c.addf(join(path, kindLog), "not an RE2 expression: %v", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		} else {
+			h.logLine = re
+		}
 	}
 	if u := h.UnixSignal; u != nil {
 		if _, canonical, ok := ParseSignal(u.Signal); ok {
@@ -251,6 +310,41 @@ func (k *checker) handler(path string, h *Handler, required bool, allowed ...str
 			k.c.addf(join(path, "unix_signal.signal"), "unknown signal %q (a Linux signal name such as SIGINT or INT)", u.Signal)
 		}
 	}
+}
+
+// headers checks http_get headers: RFC 9110 token names, not one tend sets itself,
+// and substituted values without CR, LF or NUL (which would end the header).
+func (k *checker) headers(path string, headers []HTTPHeader) {
+	for i := range headers {
+		hd := &headers[i]
+		p := index(path, i)
+		switch {
+		case !validToken(hd.Name):
+			k.c.addf(join(p, "name"), "invalid header name %q (letters, digits and !#$%%&'*+-.^_`|~)", hd.Name)
+		case containsFold(framingHeaders, hd.Name):
+			k.c.addf(join(p, "name"), "%s cannot be set: tend frames the request and manages the connection", hd.Name)
+		}
+		if k.subst(join(p, "value"), &hd.Value) && strings.ContainsAny(hd.Value, "\r\n\x00") {
+			k.c.addf(join(p, "value"), "must not contain CR, LF or NUL")
+		}
+	}
+}
+
+// validToken reports whether s is an RFC 9110 token: a header name.
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // command checks and substitutes a command; a string must split without errors.
@@ -457,6 +551,15 @@ func (k *checker) urls(path string, urls []string) {
 	if !fetchable {
 		k.c.addf(path, "no http, https or file URL (rbtorrent: and sbr: URLs are skipped)")
 	}
+}
+
+func containsFold(list []string, v string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, v) {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(list []string, v string) bool {
