@@ -36,10 +36,13 @@ containers:
 `, runOpts{pid1: false})
 	var pids []int
 	for _, f := range []string{"setsid.pid", "daemon.pid"} {
-		pid, err := strconv.Atoi(strings.TrimSpace(waitFile(t, 10*time.Second, filepath.Join(tp.dir, f))))
-		if err != nil {
-			t.Fatal(err)
-		}
+		var pid int
+		waitFor(t, 10*time.Second, f+" written", func() (bool, string) {
+			b, _ := os.ReadFile(filepath.Join(tp.dir, f))
+			n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			pid = n
+			return err == nil && n > 0, string(b)
+		})
 		pids = append(pids, pid)
 		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	}
