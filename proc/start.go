@@ -235,6 +235,8 @@ func (c copier) copy() {
 		}
 	}
 	if f, ok := c.w.(flusher); ok && werr == nil {
-		f.Flush()
+		// proc has nowhere to report it: a writer's errors are its own to report
+		// (container.LogFile logs them and shows them in the status).
+		_ = f.Flush()
 	}
 }

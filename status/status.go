@@ -113,6 +113,8 @@ type Container struct {
 	Alive       Condition `json:"alive"`
 	Ready       Condition `json:"ready"`
 	LastExit    *Exit     `json:"last_exit"`
+	// LogError is why writing log.file fails, "" while it works (or without one).
+	LogError string `json:"log_error"`
 	// StopStep tells where a stopping container is: handler, wait_after, barrier,
 	// term, kill or destroy. Empty outside stopping.
 	StopStep string `json:"stop_step,omitempty"`

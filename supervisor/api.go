@@ -157,6 +157,7 @@ func (sv *Supervisor) newServer(addr string, trusted bool) *http.Server {
 		Handler:           sv.handler(trusted),
 		ReadHeaderTimeout: headerTimeout,
 		IdleTimeout:       time.Minute,
+		ConnState:         trackIdle,
 		ErrorLog:          stdlog.New(serverLog{sv.log.With().Str("listen", addr).Logger()}, "", 0),
 	}
 }

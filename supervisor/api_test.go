@@ -52,8 +52,8 @@ func TestConnBudget(t *testing.T) {
 		{2, 1, 1},
 	} {
 		b := newConnBudget(tt.fdLimit)
-		if cap(b.tcp) != tt.total || b.tcpPerListener != tt.perListener {
-			t.Errorf("fd limit %d: total %d, per listener %d; want %d, %d", tt.fdLimit, cap(b.tcp), b.tcpPerListener, tt.total, tt.perListener)
+		if cap(b.tcp.tokens) != tt.total || b.tcpPerListener != tt.perListener {
+			t.Errorf("fd limit %d: total %d, per listener %d; want %d, %d", tt.fdLimit, cap(b.tcp.tokens), b.tcpPerListener, tt.total, tt.perListener)
 		}
 	}
 }
@@ -66,7 +66,7 @@ func TestLimitListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &connBudget{tcpPerListener: 2, tcp: make(chan struct{}, 3)}
+	b := &connBudget{tcpPerListener: 2, tcp: newConnPool(3)}
 	ln := b.limit(inner, "test", false, zerolog.New(&logged))
 	accepted := make(chan net.Conn, 10)
 	acceptDone := make(chan error, 1)
@@ -114,5 +114,34 @@ func TestLimitListener(t *testing.T) {
 	case <-acceptDone:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not end a waiting Accept")
+	}
+}
+
+// At the cap, an idle keep-alive connection is closed to make room: clients that
+// leave their connections open (a fresh http.Client per call) do not lock others out.
+func TestLimitListenerClosesIdleConnections(t *testing.T) {
+	var logged testutil.SyncBuffer
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &connBudget{tcpPerListener: 2, tcp: newConnPool(2)}
+	ln := b.limit(inner, "test", false, zerolog.New(&logged))
+	srv := &http.Server{
+		Handler:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }),
+		ConnState: trackIdle,
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	for i := range 10 {
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}} // keeps its connection
+		resp, err := client.Get("http://" + inner.Addr().String() + "/")
+		if err != nil {
+			t.Fatalf("request %d with 2 idle connections held by earlier clients: %v", i, err)
+		}
+		resp.Body.Close()
+	}
+	if strings.Contains(logged.String(), "cap reached") {
+		t.Errorf("closing idle connections logged the cap: %s", logged.String())
 	}
 }

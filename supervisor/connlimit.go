@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -19,8 +20,11 @@ import (
 //   - each unix socket holds at most unixConnsPerListener of its own, outside that
 //     share, so `tend status` and /v1/live there answer during a TCP flood.
 //
-// The rest of the limit is the reserve of supervision. A listener at its cap stops
-// accepting: further clients wait in the kernel's backlog, costing tend nothing.
+// The rest of the limit is the reserve of supervision. At a cap, an idle keep-alive
+// connection is closed to make room (its client reconnects); when none is idle, the
+// listener stops accepting and further clients wait in the kernel's backlog, costing
+// tend nothing, until a connection ends (a client that sends no complete request
+// headers is cut off after the header timeout).
 const (
 	maxTCPConns            = 512
 	maxTCPConnsPerListener = 256
@@ -40,96 +44,136 @@ func fdLimit() uint64 {
 // connBudget hands out the API connection caps of one tend.
 type connBudget struct {
 	tcpPerListener int
-	tcp            chan struct{} // shared by the TCP listeners: one token per connection
+	tcp            *connPool // shared by the TCP listeners
 }
 
 func newConnBudget(fdLimit uint64) *connBudget {
 	total := int(min(maxTCPConns, max(fdLimit/4, 1)))
-	return &connBudget{tcpPerListener: min(maxTCPConnsPerListener, total), tcp: make(chan struct{}, total)}
+	return &connBudget{tcpPerListener: min(maxTCPConnsPerListener, total), tcp: newConnPool(total)}
 }
 
-// limit caps the connections ln accepts at once.
+// limit caps the connections ln holds at once. The server of ln must report its
+// connections' states to trackIdle (its ConnState).
 func (b *connBudget) limit(ln net.Listener, addr string, isUnix bool, log zerolog.Logger) net.Listener {
-	l := &limitListener{Listener: ln, shared: b.tcp, done: make(chan struct{}),
-		log: log.With().Str("listen", addr).Logger()}
+	l := &limitListener{Listener: ln, done: make(chan struct{}), log: log.With().Str("listen", addr).Logger()}
 	if isUnix {
-		l.own, l.shared = make(chan struct{}, unixConnsPerListener), nil
+		l.pools = []*connPool{newConnPool(unixConnsPerListener)}
 	} else {
-		l.own = make(chan struct{}, b.tcpPerListener)
+		l.pools = []*connPool{newConnPool(b.tcpPerListener), b.tcp}
 	}
 	return l
 }
 
-// capWarnEvery is how often a listener that keeps hitting its cap says so.
-const capWarnEvery = time.Minute
-
-// limitListener accepts a connection only while it holds a token of its own and one of
-// the shared budget (nil for a unix socket); closing the connection returns them.
-type limitListener struct {
-	net.Listener
-	own, shared chan struct{}
-	done        chan struct{} // closed by Close: a waiting Accept gives up
-	closeOnce   sync.Once
-	log         zerolog.Logger
-	warned      time.Time // when the cap was last logged; Accept's alone
+// connPool is a cap on connections: one token per connection, and the connections
+// that are idle between requests, which may be closed to make room.
+type connPool struct {
+	tokens     chan struct{}
+	becameIdle chan struct{} // a connection became idle (coalesced)
+	mu         sync.Mutex
+	idle       map[*limitConn]struct{}
 }
 
-func (l *limitListener) Accept() (net.Conn, error) {
-	if !l.acquire() {
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		l.release()
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: l.release}, nil
+func newConnPool(size int) *connPool {
+	return &connPool{tokens: make(chan struct{}, size), becameIdle: make(chan struct{}, 1), idle: map[*limitConn]struct{}{}}
 }
 
-// acquire takes a token of l.own and of l.shared, waiting while either is used up.
-func (l *limitListener) acquire() bool {
-	for _, sem := range []chan struct{}{l.own, l.shared} {
-		if sem == nil {
-			continue
-		}
-		select {
-		case sem <- struct{}{}:
-			continue
-		default:
-		}
-		l.warnFull(sem)
-		select {
-		case sem <- struct{}{}:
-		case <-l.done:
-			if sem == l.shared {
-				<-l.own
-			}
-			return false
-		}
+// closeIdle closes one idle connection, if there is one, returning its token.
+func (p *connPool) closeIdle() bool {
+	p.mu.Lock()
+	var victim *limitConn
+	for c := range p.idle {
+		victim = c
+		delete(p.idle, c) // whatever Close does, never picked twice
+		break
 	}
+	p.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	victim.Close()
 	return true
 }
 
-func (l *limitListener) release() {
-	if l.shared != nil {
-		<-l.shared
-	}
-	<-l.own
+// A listener logs that it is at its cap when a client has waited capWarnAfter, and
+// again at most every capWarnEvery while clients keep it there.
+const (
+	capWarnAfter = 100 * time.Millisecond
+	capWarnEvery = time.Minute
+)
+
+// limitListener accepts a connection only with a token of each of its pools (its own
+// and, for TCP, the shared one); closing the connection returns them.
+type limitListener struct {
+	net.Listener
+	pools     []*connPool
+	done      chan struct{} // closed by Close: a waiting Accept gives up
+	closeOnce sync.Once
+	log       zerolog.Logger
+	warned    time.Time // when the cap was last logged; Accept's alone
 }
 
-// warnFull logs that the cap is reached: once, and again at most every capWarnEvery
-// while clients keep it reached.
-func (l *limitListener) warnFull(sem chan struct{}) {
+func (l *limitListener) Accept() (net.Conn, error) {
+	for i, p := range l.pools {
+		if !l.acquire(p) {
+			for _, held := range l.pools[:i] {
+				<-held.tokens
+			}
+			return nil, net.ErrClosed
+		}
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		for _, p := range l.pools {
+			<-p.tokens
+		}
+		return nil, err
+	}
+	return &limitConn{Conn: c, pools: l.pools}, nil
+}
+
+// acquire takes a token of p: at once, or by closing an idle connection, or once a
+// connection ends or becomes idle. It is false when the listener was closed meanwhile.
+func (l *limitListener) acquire(p *connPool) bool {
+	var warn <-chan time.Time
+	for {
+		select {
+		case p.tokens <- struct{}{}:
+			return true
+		default:
+		}
+		if p.closeIdle() {
+			continue
+		}
+		if warn == nil {
+			// Not at once: a connection that just answered becomes idle a moment later.
+			t := time.NewTimer(capWarnAfter)
+			defer t.Stop()
+			warn = t.C
+		}
+		select {
+		case p.tokens <- struct{}{}:
+			return true
+		case <-p.becameIdle:
+		case <-warn:
+			l.warnFull(p)
+		case <-l.done:
+			return false
+		}
+	}
+}
+
+// warnFull logs that a cap is reached with no idle connection to close.
+func (l *limitListener) warnFull(p *connPool) {
 	now := time.Now()
 	if !l.warned.IsZero() && now.Sub(l.warned) < capWarnEvery {
 		return
 	}
 	l.warned = now
 	what := "this listener's"
-	if sem == l.shared {
+	if p != l.pools[0] {
 		what = "the TCP listeners' shared"
 	}
-	l.log.Warn().Int("max_connections", cap(sem)).
+	l.log.Warn().Int("max_connections", cap(p.tokens)).
 		Msgf("API connection cap reached (%s); new clients wait until a connection closes", what)
 }
 
@@ -138,16 +182,46 @@ func (l *limitListener) Close() error {
 	return l.Listener.Close()
 }
 
-// limitConn returns its listener's tokens when it is closed (once, however often
-// Close is called).
+// trackIdle is the ConnState of a server on a limitListener: it keeps the set of idle
+// connections that may be closed to make room.
+func trackIdle(c net.Conn, state http.ConnState) {
+	if lc, ok := c.(*limitConn); ok {
+		lc.setIdle(state == http.StateIdle)
+	}
+}
+
+// limitConn returns its tokens when it is closed (once, however often Close is called).
 type limitConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	pools []*connPool
+	once  sync.Once
+}
+
+func (c *limitConn) setIdle(idle bool) {
+	for _, p := range c.pools {
+		p.mu.Lock()
+		if idle {
+			p.idle[c] = struct{}{}
+		} else {
+			delete(p.idle, c)
+		}
+		p.mu.Unlock()
+		if idle {
+			select {
+			case p.becameIdle <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() {
+		c.setIdle(false)
+		for _, p := range c.pools {
+			<-p.tokens
+		}
+	})
 	return err
 }
