@@ -88,9 +88,10 @@ func (sv *Supervisor) startAPI() (*apiServer, error) {
 	if len(addrs) == 0 {
 		addrs = []string{"unix:" + filepath.Join(sv.spec.Instance.Dir, "tend.sock")}
 	}
-	budget := newConnBudget(fdLimit())
+	fds := fdLimit()
+	budget := newConnBudget(fds)
 	a := &apiServer{failed: make(chan error, len(addrs))}
-	var listeners []net.Listener
+	var listeners []*limitListener
 	for _, addr := range addrs {
 		ln, socket, err := listen(addr)
 		if err != nil {
@@ -113,7 +114,8 @@ func (sv *Supervisor) startAPI() (*apiServer, error) {
 				a.failed <- fmt.Errorf("serve the API on %s: %w", addrs[i], err)
 			}
 		}()
-		sv.log.Info().Str("listen", addrs[i]).Msg("serving the API")
+		sv.log.Info().Str("listen", addrs[i]).Int("max_connections", cap(ln.pools[0].tokens)).
+			Uint64("fd_limit", fds).Msg("serving the API")
 	}
 	return a, nil
 }

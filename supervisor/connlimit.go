@@ -54,7 +54,7 @@ func newConnBudget(fdLimit uint64) *connBudget {
 
 // limit caps the connections ln holds at once. The server of ln must report its
 // connections' states to trackIdle (its ConnState).
-func (b *connBudget) limit(ln net.Listener, addr string, isUnix bool, log zerolog.Logger) net.Listener {
+func (b *connBudget) limit(ln net.Listener, addr string, isUnix bool, log zerolog.Logger) *limitListener {
 	l := &limitListener{Listener: ln, done: make(chan struct{}), log: log.With().Str("listen", addr).Logger()}
 	if isUnix {
 		l.pools = []*connPool{newConnPool(unixConnsPerListener)}
