@@ -11,7 +11,6 @@ require (
 	github.com/urfave/cli/v2 v2.27.7
 	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/sys v0.38.0
-	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 )
 
 require (

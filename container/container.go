@@ -6,7 +6,6 @@ package container
 
 import (
 	"context"
-	"io"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -54,7 +53,7 @@ type Container struct {
 	cmds    chan command
 	status  atomic.Pointer[status.Container]
 	done    chan struct{}
-	logFile io.WriteCloser
+	logFile *LogFile
 }
 
 type commandKind int
@@ -83,6 +82,11 @@ func New(cfg Config) (*Container, error) {
 		if err != nil {
 			return nil, err
 		}
+		changed := cfg.Changed
+		if changed == nil {
+			changed = func() {}
+		}
+		f.Report(cfg.Log.With().Str("container", cfg.Spec.Name).Logger(), changed)
 		c.logFile = f
 	}
 	st := initialStatus(cfg.Spec, cfg.StoppedByRequest, time.Now())
@@ -104,7 +108,13 @@ func (c *Container) Name() string { return c.cfg.Spec.Name }
 func (c *Container) Spec() *spec.Container { return c.cfg.Spec }
 
 // Status returns the last published status snapshot.
-func (c *Container) Status() status.Container { return *c.status.Load() }
+func (c *Container) Status() status.Container {
+	st := *c.status.Load()
+	if c.logFile != nil {
+		st.LogError = c.logFile.Err() // the log file's own state, not the loop's
+	}
+	return st
+}
 
 // Done is closed when the loop has ended: after a Shutdown has stopped (and destroyed)
 // the container, or when Run's context was cancelled.

@@ -2,17 +2,8 @@ package container
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
-	"time"
-
-	"gopkg.in/natefinch/lumberjack.v2"
 )
 
 // MaxLine is the most of an unfinished line a LineWriter holds; a longer line is
@@ -154,86 +145,4 @@ func (w *LineWriter) writeBatch() {
 		}
 	}
 	w.batch = w.batch[:0]
-}
-
-// OpenLog opens path (parent directories created, mode 0644 for the file) with size
-// rotation through lumberjack: maxSizeMB per file, maxFiles old files kept.
-func OpenLog(path string, maxSizeMB, maxFiles int) (io.WriteCloser, error) {
-	if maxSizeMB < 1 {
-		return nil, fmt.Errorf("open log %s: max size must be at least 1 MB, got %d", path, maxSizeMB)
-	}
-	if maxFiles < 0 {
-		return nil, fmt.Errorf("open log %s: max files must not be negative, got %d", path, maxFiles)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("open log %s: %w", path, err)
-	}
-	// lumberjack creates files 0600 and gives rotated-to files the mode of the old one,
-	// so creating it here with 0644 sets the mode of every file of this log.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	switch {
-	case err == nil:
-		err = f.Chmod(0o644) // whatever the umask
-		if closeErr := f.Close(); err == nil {
-			err = closeErr
-		}
-	case errors.Is(err, fs.ErrExist):
-		err = nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open log %s: %w", path, err)
-	}
-	logger := &lumberjack.Logger{Filename: path, MaxSize: maxSizeMB, MaxBackups: maxFiles}
-	if maxFiles > 0 {
-		return logger, nil
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("open log %s: %w", path, err)
-	}
-	return &noBackups{Logger: logger, size: info.Size(), max: int64(maxSizeMB) << 20}, nil
-}
-
-// noBackups deletes the rotated file after every rotation: lumberjack keeps all old
-// files when MaxBackups is 0, where the spec's max_files 0 means keep none.
-type noBackups struct {
-	*lumberjack.Logger
-	mu   sync.Mutex
-	size int64 // of the current file, as lumberjack counts it
-	max  int64
-}
-
-func (l *noBackups) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	rotates := l.size+int64(len(p)) > l.max // lumberjack's rule
-	n, err := l.Logger.Write(p)
-	if rotates {
-		l.size = 0
-		removeBackups(l.Filename)
-	}
-	l.size += int64(n)
-	return n, err
-}
-
-// backupTimeFormat is the timestamp lumberjack puts in rotated file names:
-// NAME-2006-01-02T15-04-05.000.EXT.
-const backupTimeFormat = "2006-01-02T15-04-05.000"
-
-func removeBackups(path string) {
-	dir, base := filepath.Split(path)
-	ext := filepath.Ext(base)
-	prefix := strings.TrimSuffix(base, ext) + "-"
-	entries, _ := os.ReadDir(filepath.Clean(dir))
-	for _, e := range entries {
-		name := e.Name()
-		stamp, hasPrefix := strings.CutPrefix(name, prefix)
-		stamp, hasExt := strings.CutSuffix(stamp, ext)
-		if !hasPrefix || !hasExt || e.IsDir() {
-			continue
-		}
-		if _, err := time.Parse(backupTimeFormat, stamp); err == nil {
-			os.Remove(filepath.Join(dir, name))
-		}
-	}
 }

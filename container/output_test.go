@@ -12,11 +12,14 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/tend-sh/tend/internal/testutil"
 	"github.com/tend-sh/tend/proc"
@@ -231,19 +234,118 @@ func TestOutputOpenLogRotates(t *testing.T) {
 	if info.Mode().Perm() != 0o644 || info.Size() > 1<<20 {
 		t.Fatalf("%s: mode %v, %d bytes", path, info.Mode(), info.Size())
 	}
-	// lumberjack removes the oldest in the background. Rotations within the same
-	// millisecond share a backup name, so there may be fewer than 2.
-	deadline := time.Now().Add(10 * time.Second)
-	for got := backups(t, path); len(got) < 1 || len(got) > 2; got = backups(t, path) {
-		if time.Now().After(deadline) {
-			t.Fatalf("backups %v, want 1 or 2", got)
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Removed in the rotation itself, not in the background.
+	got := backups(t, path)
+	if len(got) != 2 {
+		t.Fatalf("backups %v, want 2", got)
 	}
-	for _, b := range backups(t, path) {
-		if info, err := os.Stat(b); err != nil || info.Mode().Perm() != 0o644 || info.Size() > 1<<20 {
+	for _, b := range got {
+		if info, err := os.Stat(b); err != nil || info.Mode().Perm() != 0o644 || info.Size() > 1<<20 || info.Size() < 1<<19 {
 			t.Fatalf("backup %s: %v, %v", b, info, err)
 		}
+	}
+}
+
+// dirBytes is the size of the files in dir and their count.
+func dirBytes(dir string) (int64, int) {
+	entries, _ := os.ReadDir(dir)
+	var total int64
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			total += info.Size()
+		}
+	}
+	return total, len(entries)
+}
+
+// However fast the writer, the log never takes more than (max_files+1) × max_size_mb
+// at any moment (lumberjack removed old files in a goroutine of its own that fell
+// behind: 136 files of 1 MB with max_files 3).
+func TestOutputOpenLogBoundedUnderFastWriter(t *testing.T) {
+	dir := t.TempDir()
+	const maxFiles = 3
+	log, err := OpenLog(filepath.Join(dir, "web.log"), 1, maxFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	var peakBytes int64
+	peakFiles := 0
+	go func() { // measures, does not synchronise
+		defer close(sampled)
+		for {
+			b, n := dirBytes(dir)
+			peakBytes, peakFiles = max(peakBytes, b), max(peakFiles, n)
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	chunk := []byte(strings.Repeat("z", 64<<10-1) + "\n")
+	for range 100 << 20 / len(chunk) { // 100 MB
+		if _, err := log.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-sampled
+	t.Logf("at most %d files, %d bytes", peakFiles, peakBytes)
+	if bound := int64(maxFiles+1) << 20; peakBytes > bound || peakFiles > maxFiles+1 {
+		t.Fatalf("the log took up to %d bytes in %d files, want at most %d bytes in %d", peakBytes, peakFiles, bound, maxFiles+1)
+	}
+}
+
+// Rotated files beyond max_files that an earlier run left (killed before its clean-up)
+// are removed when the log is opened; the newest are kept.
+func TestOutputOpenLogRemovesExtrasAtStart(t *testing.T) {
+	dir := t.TempDir()
+	var names []string
+	for i := range 6 {
+		name := filepath.Join(dir, "web-2026-01-02T03-04-0"+strconv.Itoa(i)+".000.log")
+		if err := os.WriteFile(name, []byte("old\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	other := filepath.Join(dir, "web-notes.log")
+	os.WriteFile(other, nil, 0o644)
+	log, err := OpenLog(filepath.Join(dir, "web.log"), 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Close()
+	if got := backups(t, filepath.Join(dir, "web.log")); !slices.Equal(got, []string{names[4], names[5], other}) {
+		t.Fatalf("left %v, want the newest two and web-notes.log", got)
+	}
+}
+
+// A log file that cannot be written is reported once when it starts failing, shown by
+// Err, and the writes go on failing without another warning.
+func TestOutputLogFileReportsWriteErrors(t *testing.T) {
+	log, err := OpenLog("/dev/full", 1, 1) // every write: ENOSPC
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer log.Close()
+	var logged lockedBuffer
+	changes := 0
+	log.Report(zerolog.New(&logged), func() { changes++ })
+	if log.Err() != "" {
+		t.Fatalf("Err before any write: %q", log.Err())
+	}
+	w := NewLineWriter("web", nil, log)
+	for range 5 {
+		w.Write([]byte("a line\n"))
+	}
+	if !strings.Contains(log.Err(), "no space left on device") {
+		t.Fatalf("Err = %q, want the write error", log.Err())
+	}
+	if n := strings.Count(logged.String(), "cannot write the log file"); n != 1 || changes != 1 {
+		t.Fatalf("%d warnings and %d status changes for 5 failing writes, want 1 and 1: %s", n, changes, logged.String())
 	}
 }
 

@@ -105,6 +105,8 @@ func Start(c Cmd) (*Process, error) {
 	if len(c.Argv) == 0 {
 		return nil, errors.New("empty command")
 	}
+	startSlots <- struct{}{}
+	defer func() { <-startSlots }()
 	path, err := lookPath(c.Argv[0], c.Env)
 	if err != nil {
 		return nil, err

@@ -116,6 +116,8 @@ type Container struct {
 	// StoppedByRequest is true after `tend stop` until `tend start` or `tend
 	// restart`: reloads keep such a container stopped.
 	StoppedByRequest bool `json:"stopped_by_request"`
+	// LogError is why writing log.file fails, "" while it works (or without one).
+	LogError string `json:"log_error"`
 	// StopStep tells where a stopping container is: handler, wait_after, barrier,
 	// term, kill or destroy. Empty outside stopping.
 	StopStep string `json:"stop_step,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 type requestKind int
@@ -70,72 +73,103 @@ func (sv *Supervisor) handle(req request) {
 	req.reply(fmt.Errorf("%w %q", errNoContainer, req.name))
 }
 
-// apiServer is the API being brought up in the background.
+// apiServer is the API: its listeners are opened before anything runs, then served
+// in the background.
 type apiServer struct {
-	failed chan error    // the listen error, if the listeners could not be opened
-	ready  chan struct{} // closed once listening succeeded or failed
-	stop   func()        // set before ready is closed, on success
+	failed  chan error // a listener that stopped accepting for good
+	servers []*http.Server
+	sockets []string // unix socket paths, removed on close
 }
 
-// startAPI opens the listeners and serves them in the background.
-func (sv *Supervisor) startAPI() *apiServer {
-	a := &apiServer{failed: make(chan error, 1), ready: make(chan struct{})}
+// startAPI opens every --listen address and serves them in the background. It runs
+// before preparing, so a second tend for the same sockets fails before anything runs.
+func (sv *Supervisor) startAPI() (*apiServer, error) {
 	addrs := sv.opts.Listen
 	if len(addrs) == 0 {
 		addrs = []string{"unix:" + filepath.Join(sv.spec.Instance.Dir, "tend.sock")}
 	}
-	go func() {
-		defer close(a.ready)
-		stop, err := sv.serveAPI(addrs)
-		if err != nil {
-			a.failed <- err
-			return
-		}
-		a.stop = stop
-	}()
-	return a
-}
-
-// close stops the servers and removes the sockets, once they are up.
-func (a *apiServer) close() {
-	<-a.ready
-	if a.stop != nil {
-		a.stop()
-	}
-}
-
-// serveAPI starts an HTTP server on every --listen address. The returned function
-// stops them and removes the unix sockets.
-func (sv *Supervisor) serveAPI(addrs []string) (func(), error) {
-	var servers []*http.Server
-	var sockets []string
-	stop := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		for _, s := range servers {
-			_ = s.Shutdown(ctx)
-		}
-		for _, path := range sockets {
-			_ = os.Remove(path)
-		}
-	}
+	fds := fdLimit()
+	budget := newConnBudget(fds)
+	a := &apiServer{failed: make(chan error, len(addrs))}
+	var listeners []*limitListener
 	for _, addr := range addrs {
 		ln, socket, err := listen(addr)
 		if err != nil {
-			stop()
+			for _, ln := range listeners {
+				ln.Close()
+			}
+			a.removeSockets()
 			return nil, err
 		}
+		listeners = append(listeners, budget.limit(ln, addr, socket != "", sv.log))
 		if socket != "" {
-			sockets = append(sockets, socket)
+			a.sockets = append(a.sockets, socket)
 		}
-		// Idle keep-alive connections of long-lived clients are closed after a while,
-		// so polling orchestrators cannot pile up sockets in tend.
-		srv := &http.Server{Handler: sv.handler(socket != ""), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
-		servers = append(servers, srv)
-		go func() { _ = srv.Serve(ln) }()
-		sv.log.Info().Str("listen", addr).Msg("serving the API")
 	}
-	return stop, nil
+	for i, ln := range listeners {
+		srv := sv.newServer(addrs[i], isUnix(addrs[i]))
+		a.servers = append(a.servers, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.failed <- fmt.Errorf("serve the API on %s: %w", addrs[i], err)
+			}
+		}()
+		sv.log.Info().Str("listen", addrs[i]).Int("max_connections", cap(ln.pools[0].tokens)).
+			Uint64("fd_limit", fds).Msg("serving the API")
+	}
+	return a, nil
+}
+
+// close stops the servers and removes the unix sockets.
+func (a *apiServer) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for _, s := range a.servers {
+		_ = s.Shutdown(ctx)
+	}
+	a.removeSockets()
+}
+
+func (a *apiServer) removeSockets() {
+	for _, path := range a.sockets {
+		_ = os.Remove(path)
+	}
+}
+
+func isUnix(addr string) bool { return strings.HasPrefix(addr, "unix:") }
+
+// Header timeouts: a TCP client (unauthenticated until its headers arrive) holds one of
+// the few API connections while it sends them, so it gets less time than a client of
+// the unix socket (mode 0600: only tend's own user).
+const (
+	tcpHeaderTimeout  = 5 * time.Second
+	unixHeaderTimeout = 10 * time.Second
+)
+
+// newServer is the HTTP server of one listener. Its own errors (accept failures, a
+// panicking handler) go to tend's log: the standard logger is silenced (quietlog).
+func (sv *Supervisor) newServer(addr string, trusted bool) *http.Server {
+	headerTimeout := tcpHeaderTimeout
+	if trusted {
+		headerTimeout = unixHeaderTimeout
+	}
+	// Idle keep-alive connections of long-lived clients are closed after a while,
+	// so polling orchestrators cannot pile up sockets in tend.
+	return &http.Server{
+		Handler:           sv.handler(trusted),
+		ReadHeaderTimeout: headerTimeout,
+		IdleTimeout:       time.Minute,
+		ConnState:         trackIdle,
+		ErrorLog:          stdlog.New(serverLog{sv.log.With().Str("listen", addr).Logger()}, "", 0),
+	}
+}
+
+// serverLog writes net/http's error log lines as warnings of tend's log.
+type serverLog struct{ log zerolog.Logger }
+
+func (s serverLog) Write(p []byte) (int, error) {
+	s.log.Warn().Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // listen opens "unix:PATH" (mode 0600; a stale socket is replaced, a live one is an
@@ -244,8 +278,10 @@ func (sv *Supervisor) authorize(r *http.Request) (int, string) {
 	if sv.token == "" {
 		return http.StatusForbidden, "mutating calls over TCP need --api-token-file"
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	// The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
+	scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	got = strings.TrimSpace(got)
+	if !strings.EqualFold(scheme, "Bearer") || got == "" {
 		return http.StatusForbidden, "missing Authorization: Bearer token"
 	}
 	if subtle.ConstantTimeCompare([]byte(got), []byte(sv.token)) != 1 {

@@ -158,10 +158,17 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 	// every stop sequence has run.
 	defer sv.killStrays()
 
-	// The API comes up beside preparing, not before it: the first container's exec
-	// does not wait for the listeners (about a millisecond). A listener that cannot
-	// be opened still ends tend with exit 1, stopping whatever had started.
-	api := sv.startAPI()
+	// The instance lock and the listeners come first: a second tend of the same
+	// instance or sockets exits 1 before any resource or init container runs.
+	lock, err := lockInstance(sv.spec.Instance.Dir, sv.log)
+	if err != nil {
+		return 1, &ExitError{err}
+	}
+	defer lock.release()
+	api, err := sv.startAPI()
+	if err != nil {
+		return 1, &ExitError{err}
+	}
 	defer api.close()
 	if sv.opts.ReportURL != "" {
 		stopReport := sv.startReporter()

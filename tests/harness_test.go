@@ -66,6 +66,7 @@ type runOpts struct {
 	args    []string // extra flags for `tend run`, before SPEC
 	after   []string // extra arguments after SPEC
 	env     []string
+	wrap    []string // a command that runs tend (e.g. prlimit --nofile=S:H); it must exec it
 }
 
 // start writes spec (with {DIR} replaced by the test's directory) and runs tend on it.
@@ -90,11 +91,12 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 	for _, a := range o.after {
 		args = append(args, strings.ReplaceAll(a, "{DIR}", dir))
 	}
+	argv := append(append(append([]string(nil), o.wrap...), tendBin), args...)
 	var cmd *exec.Cmd
 	if o.pid1 {
-		cmd = exec.Command("unshare", append([]string{"--pid", "--fork", "--mount-proc", "--kill-child", tendBin}, args...)...)
+		cmd = exec.Command("unshare", append([]string{"--pid", "--fork", "--mount-proc", "--kill-child"}, argv...)...)
 	} else {
-		cmd = exec.Command(tendBin, args...)
+		cmd = exec.Command(argv[0], argv[1:]...)
 	}
 	cmd.Dir = dir
 	// The race runtime sleeps a second at exit by default; tests wait for exits.

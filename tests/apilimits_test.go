@@ -1,0 +1,250 @@
+package tests
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tend-sh/tend/status"
+)
+
+// acceptAll is a TCP server on 127.0.0.1 for probes: it accepts and closes.
+func acceptAll(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// openFDs counts the open file descriptors of pid.
+func openFDs(pid int) int {
+	entries, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(entries)
+}
+
+// A flood of idle TCP connections (partial headers, never finished) to the API must
+// not cost supervision anything: with tend's descriptor limit at 1024 and 2000 such
+// connections, the TCP liveness probe keeps passing (no kill, no restart), tend holds
+// only its capped share of connections, and /v1/live on the unix socket answers at
+// once. Before the cap, tend accepted until "too many open files", the probe failed
+// with it and the healthy container was killed.
+func TestAPIConnectionFloodSparesSupervision(t *testing.T) {
+	probePort := acceptAll(t)
+	apiPort := freePort(t)
+	tp := start(t, fmt.Sprintf(`
+containers:
+  - name: web
+    command: ["sleep", "600"]
+    liveness_probe:
+      tcp_socket: {host: 127.0.0.1, port: %d}
+      time_limit: {initial_delay_ms: 10, min_restart_period_ms: 50, max_restart_period_ms: 50}
+`, probePort), runOpts{pid1: true,
+		wrap: []string{"prlimit", "--nofile=1024:1024"},
+		args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort)}})
+	tp.waitStatus(10*time.Second, "web alive", func(d status.Document) bool {
+		return containerStatus(d, "web").Alive.Status == "True"
+	})
+	pid := tp.pid()
+
+	const flood = 2000
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range flood / 16 {
+				c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", apiPort), 2*time.Second)
+				if err != nil {
+					t.Errorf("flood worker %d: %v", w, err)
+					return
+				}
+				c.Write([]byte("GET /v1/status HTTP/1.1\r\nHost: tend\r\n")) // never finished
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Watch for longer than the TCP header timeout (5 s), so the capped connections
+	// are closed and the waiting ones accepted in their place at least once.
+	unix := tp.client()
+	unix.Timeout = 2 * time.Second
+	var took []time.Duration
+	maxFDs := 0
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for end := time.Now().Add(7 * time.Second); time.Now().Before(end); <-tick.C {
+		maxFDs = max(maxFDs, openFDs(pid))
+		began := time.Now()
+		resp, err := unix.Get("http://tend/v1/live")
+		if err != nil {
+			t.Fatalf("/v1/live on the unix socket during the flood: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		took = append(took, time.Since(began))
+		doc, ok := tp.status()
+		if !ok {
+			t.Fatal("status on the unix socket did not answer during the flood")
+		}
+		if c := containerStatus(doc, "web"); c.Restarts != 0 || c.LastExit != nil || c.Alive.Status != "True" {
+			t.Fatalf("web suffered from the API flood: %+v", c)
+		}
+	}
+	slices.Sort(took)
+	t.Logf("/v1/live during the flood: fastest %v, median %v, slowest %v; tend's open descriptors at most %d",
+		took[0], took[len(took)/2], took[len(took)-1], maxFDs)
+	if median := took[len(took)/2]; median > 100*time.Millisecond {
+		t.Errorf("/v1/live on the unix socket took %v (median) during the flood, want under 100ms", median)
+	}
+	// 256 API connections and tend's own few dozen.
+	if maxFDs > 400 {
+		t.Errorf("tend held %d descriptors during the flood, want the API capped at 256", maxFDs)
+	}
+	if n := strings.Count(tp.stderr.String(), "API connection cap reached"); n != 1 {
+		t.Errorf("the cap was logged %d times, want once", n)
+	}
+	if strings.Contains(tp.stderr.String(), "too many open files") {
+		t.Errorf("tend ran out of descriptors")
+	}
+}
+
+// Go raises tend's soft descriptor limit to the hard one at start and gives every
+// child the original soft limit back: tend's proc.Start path (syscall.ForkExec) keeps
+// that, so a container sees the limit it was given, not tend's.
+func TestChildGetsOriginalFDLimit(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: limits
+    command: ["sh", "-c", "ulimit -Sn > {DIR}/soft.tmp && mv {DIR}/soft.tmp {DIR}/soft; exec sleep 600"]
+`, runOpts{pid1: true, wrap: []string{"prlimit", "--nofile=512:2048"}})
+	if got := strings.TrimSpace(waitFile(t, 10*time.Second, filepath.Join(tp.dir, "soft"))); got != "512" {
+		t.Errorf("the container's soft descriptor limit is %s, want the original 512", got)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", tp.pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); strings.HasPrefix(sc.Text(), "Max open files") && len(f) >= 5 {
+			if f[3] == "512" {
+				t.Errorf("tend kept the soft limit of 512: %s", sc.Text())
+			}
+		}
+	}
+}
+
+// A second `tend run` of a running instance exits 1 with a clear message before it
+// runs anything: its init container, which would append to a file, never runs — also
+// when it is told to listen elsewhere (the instance lock in instance.dir catches it).
+func TestSecondRunRunsNothing(t *testing.T) {
+	tp := start(t, `
+init_containers:
+  - name: migrate
+    command: ["sh", "-c", "echo ran >> {DIR}/migrations"]
+containers:
+  - name: app
+    command: ["sleep", "600"]
+`)
+	tp.waitStatus(10*time.Second, "app running", func(d status.Document) bool {
+		return containerStatus(d, "app").State == status.Running
+	})
+	for _, extra := range [][]string{nil, {"--listen", "unix:" + filepath.Join(tp.dir, "other.sock")}} {
+		// In a PID namespace of its own, so that whatever it wrongly starts dies with it.
+		args := append([]string{"--pid", "--fork", "--mount-proc", "--kill-child", tendBin, "run"}, extra...)
+		cmd := exec.Command("unshare", append(args, filepath.Join(tp.dir, "spec.yaml"))...)
+		cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		var out syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(20 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+			t.Fatalf("second tend %v did not exit; output:\n%s", extra, out.String())
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 1 {
+			t.Errorf("second tend %v: exit %d (%v), want 1; output:\n%s", extra, code, err, out.String())
+		}
+		if !strings.Contains(out.String(), "is already run by another tend (pid ") {
+			t.Errorf("second tend %v does not say why it stopped:\n%s", extra, out.String())
+		}
+	}
+	if got := lines(t, filepath.Join(tp.dir, "migrations")); len(got) != 1 {
+		t.Errorf("the init container ran %d times, want once (by the first tend)", len(got))
+	}
+	if _, ok := tp.status(); !ok {
+		t.Error("the first tend stopped answering on its socket")
+	}
+}
+
+// The Authorization scheme is case-insensitive (RFC 9110): "bearer" works as "Bearer".
+func TestBearerSchemeAnyCase(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	tp := start(t, `
+containers:
+  - name: app
+    command: ["sleep", "600"]
+`, runOpts{pid1: true, args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", addr, "--api-token-file", tokenFile}})
+	tp.waitStatus(10*time.Second, "app running", func(d status.Document) bool {
+		return containerStatus(d, "app").State == status.Running
+	})
+	for _, h := range []string{"bearer s3cret", "BEARER s3cret", "Bearer  s3cret"} {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/containers/app/restart", nil)
+		req.Header.Set("Authorization", h)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("Authorization %q: %d, want 200", h, resp.StatusCode)
+		}
+	}
+}
