@@ -35,8 +35,46 @@ func (l *loop) onCommand(cmd command) bool {
 		}
 		l.onRestart()
 		l.publish()
+	case cmdHold:
+		l.onHold(cmd.waitingFor)
+	case cmdProceed:
+		if l.state == status.Waiting {
+			l.st.WaitingFor = []string{}
+			l.begin()
+		}
+	case cmdFail:
+		if l.state == status.Waiting {
+			l.st.WaitingFor = []string{}
+			l.fail("DependencyFailed", cmd.reason)
+		}
 	}
 	return false
+}
+
+// onHold makes the container wait for its depends_on conditions.
+func (l *loop) onHold(waitingFor []string) {
+	switch l.state {
+	case status.Stopped, status.Completed, status.Failed:
+		l.st.TargetState = spec.TargetActive
+		l.st.StoppedByRequest = false
+		l.fails = 0
+		l.st.Ready.Set(false, "Waiting", "waiting for its depends_on conditions", time.Now())
+		l.st.WaitingFor = waitingFor
+		l.setState(status.Waiting)
+	case status.Waiting:
+		l.st.WaitingFor = waitingFor
+		l.publish()
+	}
+}
+
+// fail ends the container's runs until it is started again: a restart limit gave up
+// or a dependency can no longer meet its condition.
+func (l *loop) fail(reason, message string) {
+	now := time.Now()
+	l.st.Alive.Set(false, reason, message, now)
+	l.st.Ready.Set(false, reason, message, now)
+	l.log.Warn().Str("reason", message).Msg("failed")
+	l.setState(status.Failed)
 }
 
 // onStart starts a container that is not running; a requested start is a fresh
@@ -47,7 +85,7 @@ func (l *loop) onStart() {
 		if l.then.next == stayStopped {
 			l.then.next = startAgain
 		}
-	case status.Stopped, status.Completed:
+	case status.Stopped, status.Completed, status.Failed:
 		l.fails = 0
 		l.begin()
 	case status.Backoff:
@@ -55,7 +93,7 @@ func (l *loop) onStart() {
 		l.stopTimer()
 		l.startProcess()
 	default:
-		// Running, initializing or waiting: started already.
+		// Running, initializing or waiting: started already (or about to).
 	}
 }
 
@@ -67,8 +105,9 @@ func (l *loop) onRestart() {
 		if l.then.next != finish {
 			l.then.next = startAgain
 		}
-	case status.Stopped, status.Completed:
+	case status.Stopped, status.Completed, status.Failed, status.Waiting:
 		l.fails = 0
+		l.st.WaitingFor = []string{}
 		l.begin()
 	case status.Backoff:
 		l.fails = 0 // a fresh start, as after restarting a running container
@@ -108,7 +147,7 @@ func (l *loop) beginStop(op StopOp, next after) bool {
 		// container is not counted by the barrier, so it must not arrive: that would
 		// open the barrier before an IGNORE container still in its handler.
 		if l.sc.TermBarrier != spec.BarrierWait {
-			op.Barrier.Arrive()
+			arriveAll(op.Barriers)
 		}
 		return l.finishStop()
 	}
@@ -122,12 +161,14 @@ func (l *loop) beginStop(op StopOp, next after) bool {
 // op's kill applies to it, and op's destroy runs after it if it has none.
 func (l *loop) joinStop(op StopOp, next after) {
 	l.then.next = next
-	l.stop.addBarrier(op.Barrier)
+	for _, b := range op.Barriers {
+		l.stop.addBarrier(b)
+	}
 	l.stop.addKill(op.Kill)
 	if op.Destroy && l.stop.destroy == nil && l.sc.DestroyPolicy != nil && l.then.destroy == nil {
 		// The running sequence has joined op's barrier: the destroy must not
 		// arrive again.
-		op.Barrier = nil
+		op.Barriers = nil
 		l.then.destroy = &op
 	}
 }

@@ -34,11 +34,17 @@ type Config struct {
 	// StoppedByRequest starts the container stopped, as `tend stop` left the one it
 	// replaces (a reload changed its spec): it waits for `tend start`.
 	StoppedByRequest bool
+	// Held starts the container waiting (its depends_on conditions): it begins only
+	// when Proceed is called.
+	Held bool
 }
 
 // StopOp is one stop operation shared by the containers it stops together.
 type StopOp struct {
-	Barrier *Barrier
+	// Barriers are the TERM barriers of the operation this container takes part in:
+	// an IGNORE container arrives at each when it reaches its TERM, a WAIT container
+	// waits until each is open.
+	Barriers []*Barrier
 	// Kill, when done, cancels every wait and SIGKILLs the process group at once
 	// (a second SIGTERM/SIGINT to tend). nil: never.
 	Kill context.Context
@@ -52,6 +58,7 @@ type Container struct {
 	cfg     Config
 	cmds    chan command
 	status  atomic.Pointer[status.Container]
+	started atomic.Bool // a process of it has started (depends_on: started)
 	done    chan struct{}
 	logFile *LogFile
 }
@@ -64,12 +71,17 @@ const (
 	cmdStart                       // target_state active
 	cmdRestart                     // stop if running, then start at once
 	cmdSignal                      // forward a signal to the root process
+	cmdHold                        // wait for depends_on conditions (waitingFor)
+	cmdProceed                     // the conditions hold: begin
+	cmdFail                        // a condition can no longer hold (reason)
 )
 
 type command struct {
-	kind   commandKind
-	op     StopOp
-	signal syscall.Signal
+	kind       commandKind
+	op         StopOp
+	signal     syscall.Signal
+	waitingFor []string
+	reason     string
 	// request: a person asked (the API), not a reload; a requested stop sticks.
 	request bool
 }
@@ -90,6 +102,9 @@ func New(cfg Config) (*Container, error) {
 		c.logFile = f
 	}
 	st := initialStatus(cfg.Spec, cfg.StoppedByRequest, time.Now())
+	if cfg.Held && st.State == status.Waiting {
+		st.Ready.Set(false, "Waiting", "waiting for its depends_on conditions", time.Now())
+	}
 	c.status.Store(&st)
 	return c, nil
 }
@@ -129,8 +144,14 @@ func (c *Container) Shutdown(op StopOp) {
 		// Finished already (a reload stopped it): it sends no TERM, so it must not
 		// hold the WAIT containers of op.
 		if c.cfg.Spec.TermBarrier != spec.BarrierWait {
-			op.Barrier.Arrive()
+			arriveAll(op.Barriers)
 		}
+	}
+}
+
+func arriveAll(bs []*Barrier) {
+	for _, b := range bs {
+		b.Arrive()
 	}
 }
 
@@ -155,6 +176,22 @@ func (c *Container) Retarget(target string) {
 // Restart stops a running container by its stop policy and starts it again at once;
 // a container waiting in backoff starts at once.
 func (c *Container) Restart() { c.send(command{kind: cmdRestart}) }
+
+// Hold makes a container that is waiting, stopped or completed wait for its
+// depends_on conditions, named in waitingFor ("db: ready"), with target_state active:
+// `tend start` of a container whose conditions do not hold yet. A waiting container
+// only shows the new list.
+func (c *Container) Hold(waitingFor []string) { c.send(command{kind: cmdHold, waitingFor: waitingFor}) }
+
+// Proceed begins a waiting container: its conditions hold.
+func (c *Container) Proceed() { c.send(command{kind: cmdProceed}) }
+
+// Fail ends a waiting container for good (until started again): a condition can no
+// longer hold, for reason.
+func (c *Container) Fail(reason string) { c.send(command{kind: cmdFail, reason: reason}) }
+
+// HasStarted reports whether a process of the container has ever started.
+func (c *Container) HasStarted() bool { return c.started.Load() }
 
 // Signal forwards sig to the root process, if it is running.
 func (c *Container) Signal(sig syscall.Signal) { c.send(command{kind: cmdSignal, signal: sig}) }
@@ -184,6 +221,7 @@ func initialStatus(sc *spec.Container, stoppedByRequest bool, now time.Time) sta
 		State:            status.Waiting,
 		TargetState:      sc.TargetState,
 		StoppedByRequest: stoppedByRequest,
+		WaitingFor:       []string{},
 		Alive:            status.NewCondition(false, "NotStarted", "", now),
 		Ready:            status.NewCondition(false, "NotStarted", "", now),
 	}

@@ -18,13 +18,14 @@ import (
 // The loop is the container's state machine. Its state is one value, l.state, the
 // state status shows:
 //
-//	waiting       not started yet (only before the first begin)
+//	waiting       not started yet: before the first begin, or held for depends_on
 //	initializing  init commands run (l.initDone is their result)
 //	running       the process runs (l.proc), probes with it
 //	backoff       the process exited; the timer starts it again
 //	completed     the process exited and is not restarted (mode never/on_failure)
 //	stopping      a stop sequence runs (l.stop); l.then says what follows it
 //	stopped       stopped on request, by target_state or for good (then the loop ends)
+//	failed        its restart limit gave up, or a dependency failed; until started
 //
 // Every event (exit, probe result, timer, init result, stop progress, command) is
 // handled by a function that switches on the state and ignores what came too late.
@@ -104,7 +105,7 @@ func newLoop(c *Container) *loop {
 }
 
 func (l *loop) run(ctx context.Context) {
-	if l.st.TargetState != spec.TargetRemoved {
+	if l.st.TargetState != spec.TargetRemoved && !l.cfg.Held {
 		l.begin()
 	}
 	for {
@@ -198,6 +199,7 @@ func (l *loop) startProcess() {
 		return
 	}
 	l.proc, l.procDone, l.lastProc = p, p.Done(), p
+	l.c.started.Store(true)
 	l.runID++
 	pid := p.Pid()
 	l.st.Pid = &pid

@@ -108,6 +108,10 @@ func into(t *testing.T, l *loop, state status.State) {
 		settle(t, l)
 	case status.Initializing:
 		l.begin() // the spec has a slow init command
+	case status.Waiting:
+		// A new loop waits until it begins (a held container until Proceed).
+	case status.Failed:
+		l.onCommand(command{kind: cmdFail, reason: "db failed"})
 	}
 	if l.state != state {
 		t.Fatalf("could not bring the loop into %s: it is %s", state, l.state)
@@ -125,6 +129,9 @@ var (
 	evStop     = event{"stop", func(l *loop) bool { return l.onCommand(command{kind: cmdStop, request: true}) }}
 	evRestart  = event{"restart", func(l *loop) bool { return l.onCommand(command{kind: cmdRestart, request: true}) }}
 	evShutdown = event{"shutdown", func(l *loop) bool { return l.onCommand(command{kind: cmdShutdown}) }}
+	evHold     = event{"hold", func(l *loop) bool { return l.onCommand(command{kind: cmdHold, waitingFor: []string{"db: ready"}}) }}
+	evProceed  = event{"proceed", func(l *loop) bool { return l.onCommand(command{kind: cmdProceed}) }}
+	evFail     = event{"fail", func(l *loop) bool { return l.onCommand(command{kind: cmdFail, reason: "db failed"}) }}
 	evLateLive = event{"late liveness failure", func(l *loop) bool {
 		l.onProbe(probes.Event{Kind: probes.Liveness, Run: l.runID - 1, Failed: true, Result: probes.Result{Detail: "HTTP 500"}})
 		return false
@@ -171,6 +178,19 @@ func TestStateByEvent(t *testing.T) {
 		{from: status.Initializing, mode: "always", extra: slowInit, ev: evRestart, want: status.Initializing},
 		{from: status.Initializing, mode: "always", extra: slowInit, ev: evStop, want: status.Stopped},
 		{from: status.Initializing, mode: "always", extra: slowInit, ev: evShutdown, want: status.Stopped, finished: true},
+		{from: status.Waiting, mode: "always", ev: evProceed, want: status.Running},
+		{from: status.Waiting, mode: "always", ev: evFail, want: status.Failed},
+		{from: status.Waiting, mode: "always", ev: evHold, want: status.Waiting},
+		{from: status.Waiting, mode: "always", ev: evTimer, want: status.Waiting},
+		{from: status.Waiting, mode: "always", ev: evRestart, want: status.Running},
+		{from: status.Waiting, mode: "always", ev: evShutdown, want: status.Stopped, finished: true},
+		{from: status.Failed, mode: "always", ev: evStart, want: status.Running},
+		{from: status.Failed, mode: "always", ev: evHold, want: status.Waiting},
+		{from: status.Failed, mode: "always", ev: evProceed, want: status.Failed},
+		{from: status.Stopped, mode: "always", ev: evHold, want: status.Waiting},
+		{from: status.Completed, mode: "never", ev: evHold, want: status.Waiting},
+		{from: status.Running, mode: "always", ev: evHold, want: status.Running},
+		{from: status.Running, mode: "always", ev: evFail, want: status.Running},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.from)+" × "+tt.ev.name, func(t *testing.T) {

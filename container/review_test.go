@@ -45,7 +45,7 @@ func TestReviewIdleWaitContainerDoesNotArrive(t *testing.T) {
 			defer cancel()
 			go c.Run(ctx)
 			barrier := NewBarrier(1) // one IGNORE container still to arrive
-			c.Shutdown(StopOp{Barrier: barrier, Destroy: true})
+			c.Shutdown(StopOp{Barriers: []*Barrier{barrier}, Destroy: true})
 			select {
 			case <-c.Done():
 			case <-time.After(10 * time.Second):

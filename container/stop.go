@@ -61,7 +61,7 @@ func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
 		policy:    l.sc.StopPolicy,
 		destroy:   destroy,
 		waits:     l.sc.TermBarrier == spec.BarrierWait,
-		barriers:  []*Barrier{op.Barrier},
+		barriers:  append([]*Barrier(nil), op.Barriers...),
 		target:    probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name},
 		events:    l.stopSteps,
 		kill:      ctx,

@@ -116,6 +116,11 @@ type Container struct {
 	// StoppedByRequest is true after `tend stop` until `tend start` or `tend
 	// restart`: reloads keep such a container stopped.
 	StoppedByRequest bool `json:"stopped_by_request"`
+	// WaitingFor names the depends_on conditions a waiting container waits for
+	// ("db: ready"); empty otherwise, never null.
+	WaitingFor []string `json:"waiting_for"`
+	// StatusText is the last STATUS= the process sent on its notify socket.
+	StatusText string `json:"status_text"`
 	// LogError is why writing log.file fails, "" while it works (or without one).
 	LogError string `json:"log_error"`
 	// StopStep tells where a stopping container is: handler, wait_after, barrier,

@@ -170,10 +170,10 @@ func (sv *Supervisor) stopReplaced(p *reloadPlan) {
 	}
 	barrier := container.NewBarrier(countIgnoring(stopping))
 	for _, c := range p.replaced {
-		c.Shutdown(container.StopOp{Barrier: barrier})
+		c.Shutdown(container.StopOp{Barriers: []*container.Barrier{barrier}})
 	}
 	for _, c := range p.removed {
-		c.Shutdown(container.StopOp{Barrier: barrier, Destroy: true})
+		c.Shutdown(container.StopOp{Barriers: []*container.Barrier{barrier}, Destroy: true})
 	}
 	go func() {
 		for _, c := range stopping {

@@ -553,7 +553,7 @@ func (sv *Supervisor) shutdown(signals <-chan os.Signal, code int) int {
 	cs := sv.current()
 	killCtx, kill := context.WithCancel(context.Background())
 	defer kill()
-	op := container.StopOp{Barrier: container.NewBarrier(countIgnoring(cs)), Kill: killCtx, Destroy: true}
+	op := container.StopOp{Barriers: []*container.Barrier{container.NewBarrier(countIgnoring(cs))}, Kill: killCtx, Destroy: true}
 	for _, c := range cs {
 		c.Shutdown(op)
 	}
