@@ -134,7 +134,7 @@ func (l *loop) beginStop(op StopOp, next after) bool {
 		l.initCancel()
 		l.initCancel, l.initDone = nil, nil
 	}
-	l.stopProbes()
+	l.stopHealth()
 	l.st.NextStartAt = nil
 	l.st.Ready.Set(false, "Stopping", "", time.Now())
 	l.then = then{next: next}
@@ -214,6 +214,9 @@ func (l *loop) finishStop() bool {
 		l.st.TargetState = spec.TargetActive
 		l.fails = 0
 		l.begin()
+		return false
+	case afterDeadline:
+		l.deadlineExit()
 		return false
 	default:
 		reason, msg := removedReason(l.st)

@@ -61,6 +61,7 @@ type Container struct {
 	started atomic.Bool // a process of it has started (depends_on: started)
 	done    chan struct{}
 	logFile *LogFile
+	notify  *notifySocket // NOTIFY_SOCKET when a probe uses systemd's protocol
 }
 
 type commandKind int
@@ -101,6 +102,14 @@ func New(cfg Config) (*Container, error) {
 		f.Report(cfg.Log.With().Str("container", cfg.Spec.Name).Logger(), changed)
 		c.logFile = f
 	}
+	if notifyProbe(cfg.Spec) != nil {
+		s, err := openNotifySocket(cfg.Spec.Name)
+		if err != nil {
+			c.Discard()
+			return nil, err
+		}
+		c.notify = s
+	}
 	st := initialStatus(cfg.Spec, cfg.StoppedByRequest, time.Now())
 	if cfg.Held && st.State == status.Waiting {
 		st.Ready.Set(false, "Waiting", "waiting for its depends_on conditions", time.Now())
@@ -113,6 +122,9 @@ func New(cfg Config) (*Container, error) {
 func (c *Container) Discard() {
 	if c.logFile != nil {
 		c.logFile.Close()
+	}
+	if c.notify != nil {
+		c.notify.close()
 	}
 }
 
@@ -207,9 +219,7 @@ func (c *Container) send(cmd command) {
 // done; in the latter case the process group is SIGKILLed first.
 func (c *Container) Run(ctx context.Context) {
 	defer close(c.done)
-	if c.logFile != nil {
-		defer c.logFile.Close()
-	}
+	defer c.Discard()
 	l := newLoop(c)
 	l.run(ctx)
 	l.drainOutput()

@@ -57,7 +57,7 @@ func (l *loop) runInit(ctx context.Context) error {
 		attempts := 0
 		err := RunUntilSuccess(ctx,
 			func() ([]string, error) { return spec.Argv(ic.Command, l.cfg.Env) },
-			proc.Cmd{Env: l.cfg.Env, Dir: l.cfg.Dir, Stdout: l.c.lineWriter(name, l.cfg.Stdout), Stderr: l.c.lineWriter(name, l.cfg.Stderr)},
+			proc.Cmd{Env: l.cfg.Env, Dir: l.cfg.Dir, Stdout: l.c.initWriter(name, l.cfg.Stdout), Stderr: l.c.initWriter(name, l.cfg.Stderr)},
 			restart.FromSpec(ic.TimeLimit), nil,
 			func(e proc.Exit, _ time.Duration) {
 				attempts++
@@ -75,15 +75,23 @@ func (l *loop) runInit(ctx context.Context) error {
 }
 
 // outputWriter is where a container process's stream goes: prefixed lines to out and
-// to the log file. nil out discards.
-func (c *Container) outputWriter(out *Output) io.Writer {
-	return c.lineWriter(c.cfg.Spec.Name, out)
+// to the log file, checked by the log_line matchers ms. nil discards.
+func (c *Container) outputWriter(out *Output, ms ...*LineMatch) io.Writer {
+	if out == nil && c.logFile == nil && len(ms) == 0 {
+		return nil
+	}
+	return c.lineWriter(c.cfg.Spec.Name, out).WithMatches(ms...)
 }
 
-func (c *Container) lineWriter(name string, out *Output) io.Writer {
+// initWriter is where an init command's stream goes (nil: nowhere).
+func (c *Container) initWriter(name string, out *Output) io.Writer {
 	if out == nil && c.logFile == nil {
 		return nil
 	}
+	return c.lineWriter(name, out)
+}
+
+func (c *Container) lineWriter(name string, out *Output) *LineWriter {
 	var file io.Writer
 	if c.logFile != nil {
 		file = c.logFile

@@ -2,6 +2,7 @@ package container
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"syscall"
 	"time"
@@ -34,9 +35,10 @@ import (
 type after int
 
 const (
-	stayStopped after = iota // target_state removed: stopped until started
-	startAgain               // a restart or a start: begin again
-	finish                   // a Shutdown: the loop ends
+	stayStopped   after = iota // target_state removed: stopped until started
+	startAgain                 // a restart or a start: begin again
+	finish                     // a Shutdown: the loop ends
+	afterDeadline              // max_run_ms: the exit counts as a failure, then the policy
 )
 
 // then is what follows the stop sequence in progress: the next state, and a destroy
@@ -72,8 +74,15 @@ type loop struct {
 	timer  *time.Timer
 	timerC <-chan time.Time
 
-	probeCancel context.CancelFunc
-	probeEvents chan probes.Event
+	probeCancel  context.CancelFunc
+	probeEvents  chan probes.Event
+	health       runHealth
+	notifyMsgs   chan notifyMsg   // from the container's notify socket
+	readySignals chan readySignal // READY=1, a notification newline, a matching line
+	watchdog     *time.Timer      // notify watchdog_ms
+	watchdogC    <-chan time.Time
+	deadline     *time.Timer // max_run_ms
+	deadlineC    <-chan time.Time
 
 	initCancel context.CancelFunc
 	initDone   chan error
@@ -91,20 +100,25 @@ func newLoop(c *Container) *loop {
 	}
 	st := *c.status.Load()
 	return &loop{
-		c:           c,
-		cfg:         c.cfg,
-		sc:          sc,
-		policy:      restart.PolicyFromSpec(sc.RestartPolicy),
-		rand:        rnd,
-		log:         c.cfg.Log.With().Str("container", sc.Name).Logger(),
-		state:       st.State,
-		st:          st,
-		probeEvents: make(chan probes.Event, 4),
-		stopSteps:   make(chan stopEvent, 8),
+		c:            c,
+		cfg:          c.cfg,
+		sc:           sc,
+		policy:       restart.PolicyFromSpec(sc.RestartPolicy),
+		rand:         rnd,
+		log:          c.cfg.Log.With().Str("container", sc.Name).Logger(),
+		state:        st.State,
+		st:           st,
+		probeEvents:  make(chan probes.Event, 4),
+		stopSteps:    make(chan stopEvent, 8),
+		notifyMsgs:   make(chan notifyMsg, 4),
+		readySignals: make(chan readySignal, 4),
 	}
 }
 
 func (l *loop) run(ctx context.Context) {
+	if l.c.notify != nil {
+		go l.c.notify.serve(l.notifyMsgs, l.c.done)
+	}
 	if l.st.TargetState != spec.TargetRemoved && !l.cfg.Held {
 		l.begin()
 	}
@@ -117,6 +131,16 @@ func (l *loop) run(ctx context.Context) {
 			l.onExit()
 		case ev := <-l.probeEvents:
 			l.onProbe(ev)
+		case sig := <-l.readySignals:
+			l.onReadySignal(sig)
+		case m := <-l.notifyMsgs:
+			l.onNotify(m)
+		case <-l.watchdogC:
+			l.onWatchdog()
+		case <-l.deadlineC:
+			if l.onDeadline() {
+				return
+			}
 		case <-l.timerC:
 			l.onTimer()
 		case err := <-l.initDone:
@@ -189,12 +213,14 @@ func (l *loop) startProcess() {
 	}
 	l.started = true
 	l.st.NextStartAt = nil
+	l.st.StatusText = ""
 	l.killReason = ""
 	l.startedAt = now
 	l.st.StartedAt = status.Ptr(now)
 	p, err := l.spawn()
 	if err != nil {
 		l.log.Error().Err(err).Msg("cannot start")
+		l.stopHealth()
 		l.afterExit(proc.Exit{Code: -1, StartErr: err}, 0)
 		return
 	}
@@ -204,58 +230,43 @@ func (l *loop) startProcess() {
 	pid := p.Pid()
 	l.st.Pid = &pid
 	l.st.Alive.Set(true, "Running", "", now)
-	if l.sc.ReadinessProbe == nil {
-		l.st.Ready.Set(true, "Running", "", now)
-	} else {
-		l.st.Ready.Set(false, "NotProbed", "readiness probe has not succeeded yet", now)
-	}
+	l.startHealth()
 	l.setState(status.Running)
 	l.log.Info().Int("pid", pid).Int("restarts", l.st.Restarts).Msg("started")
-	l.startProbes()
 }
 
-// spawn starts the command's process.
+// spawn starts the command's process, with what its probes need of it.
 func (l *loop) spawn() (*proc.Process, error) {
 	argv, err := spec.Argv(l.sc.Command, l.cfg.Env)
 	if err != nil {
 		return nil, err
 	}
+	matches, files, err := l.startHooks()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close() // the child's end
+		}
+	}()
 	return proc.Start(proc.Cmd{
 		Argv:   argv,
-		Env:    l.cfg.Env,
+		Env:    l.processEnv(),
 		Dir:    l.cfg.Dir,
-		Stdout: l.c.outputWriter(l.cfg.Stdout),
-		Stderr: l.c.outputWriter(l.cfg.Stderr),
+		Stdout: l.c.outputWriter(l.cfg.Stdout, matches...),
+		Stderr: l.c.outputWriter(l.cfg.Stderr, matches...),
+		Files:  files,
 	})
-}
-
-func (l *loop) startProbes() {
-	live, ready := l.sc.LivenessProbe, l.sc.ReadinessProbe
-	if live == nil && ready == nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	l.probeCancel = cancel
-	t := probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name}
-	if live != nil {
-		probes.Start(ctx, probes.Liveness, live, t, l.runID, l.probeEvents)
-	}
-	if ready != nil {
-		probes.Start(ctx, probes.Readiness, ready, t, l.runID, l.probeEvents)
-	}
-}
-
-func (l *loop) stopProbes() {
-	if l.probeCancel != nil {
-		l.probeCancel()
-		l.probeCancel = nil
-	}
 }
 
 func (l *loop) onProbe(ev probes.Event) {
 	switch {
 	case l.state != status.Running, ev.Run != l.runID:
 		return // a late result of an earlier run, or probes already stopped
+	case ev.Kind == probes.Startup:
+		l.onStartupProbe(ev)
+		return
 	}
 	// Publish only what changed: checks pass many times a second across an
 	// instance, and every publication makes the supervisor look at every container.
@@ -281,9 +292,7 @@ func (l *loop) onLiveness(ev probes.Event) bool {
 	msg := "liveness probe failed: " + ev.Result.Detail
 	changed := l.st.Alive.Set(false, "LivenessProbeFailed", msg, now)
 	if ev.Failed && l.killReason == "" {
-		l.killReason = msg
-		l.log.Warn().Str("reason", ev.Result.Detail).Int("failures", ev.Failures).Msg("liveness probe failed, killing the process group")
-		_ = l.proc.SignalGroup(syscall.SIGKILL)
+		l.kill(msg)
 	}
 	return changed
 }
@@ -312,7 +321,7 @@ func (l *loop) onExit() {
 	_ = p.SignalGroup(syscall.SIGKILL)
 	l.proc, l.procDone = nil, nil
 	l.st.Pid = nil
-	l.stopProbes()
+	l.stopHealth()
 	switch l.state {
 	case status.Stopping:
 		// Record the exit; the stop sequence sees it too and finishes.
@@ -329,20 +338,31 @@ func (l *loop) onExit() {
 
 // afterExit records an exit (or a failed start) and decides on the restart.
 func (l *loop) afterExit(e proc.Exit, ran time.Duration) {
-	now := time.Now()
 	l.recordExit(e, l.killReason)
-	l.st.Alive.Set(false, "Exited", l.st.LastExit.Reason, now)
-	l.st.Ready.Set(false, "Exited", l.st.LastExit.Reason, now)
 	ev := l.log.Info()
 	if !e.Success() {
 		ev = l.log.Warn()
 	}
 	ev.Str("exit", l.st.LastExit.Reason).Int("code", l.st.LastExit.Code).Dur("ran_ms", ran).Msg("exited")
-	if !l.restarts(e) {
+	l.restartOrEnd(l.restarts(e), l.policy.Fails(l.fails, ran))
+}
+
+// restartOrEnd follows an exit recorded in last_exit: a restart after the backoff
+// of fails consecutive short runs, or completed, or failed once max_failures gave up.
+func (l *loop) restartOrEnd(restartIt bool, fails int) {
+	now := time.Now()
+	why := l.st.LastExit.Reason
+	l.st.Alive.Set(false, "Exited", why, now)
+	l.st.Ready.Set(false, "Exited", why, now)
+	if !restartIt {
 		l.setState(status.Completed)
 		return
 	}
-	l.fails = l.policy.Fails(l.fails, ran)
+	l.fails = fails
+	if limit := deref(l.sc.RestartPolicy.MaxFailures); limit > 0 && fails >= limit {
+		l.fail("RestartLimit", fmt.Sprintf("gave up after %d failures in a row (restart_policy.max_failures), last: %s", fails, why))
+		return
+	}
 	delay := l.policy.Delay(l.fails, l.rand)
 	// Even an immediate restart goes through the timer and the loop's select, so a
 	// command that fails to start with no delay configured cannot recurse, and
@@ -398,7 +418,7 @@ func (l *loop) stopTimer() {
 // abort kills everything at once: Run's context is gone.
 func (l *loop) abort() {
 	l.stopTimer()
-	l.stopProbes()
+	l.stopHealth()
 	if l.initCancel != nil {
 		l.initCancel()
 	}

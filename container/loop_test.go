@@ -46,7 +46,7 @@ func newTestLoop(t *testing.T, mode, extra string) *loop {
 	l := newLoop(c)
 	t.Cleanup(func() {
 		l.stopTimer()
-		l.stopProbes()
+		l.stopHealth()
 		if l.initCancel != nil {
 			l.initCancel()
 		}

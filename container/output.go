@@ -3,7 +3,9 @@ package container
 import (
 	"bytes"
 	"io"
+	"regexp"
 	"sync"
+	"sync/atomic"
 )
 
 // MaxLine is the most of an unfinished line a LineWriter holds; a longer line is
@@ -44,6 +46,7 @@ func (o *Output) Write(p []byte) (int, error) {
 // ignored (tend's stdout is gone), and an error of file is kept for Flush to report
 // while the lines still go to out. A LineWriter is safe for concurrent use.
 type LineWriter struct {
+	matches []*LineMatch // readiness by log_line: checked on every line until matched
 	mu      sync.Mutex
 	prefix  []byte // "NAME | "
 	out     *Output
@@ -120,8 +123,37 @@ func (w *LineWriter) endLine(text []byte) {
 	w.line = w.line[:0]
 }
 
+// LineMatch calls onMatch once, for the first line of output (stdout or stderr) that
+// re matches. The line is matched where it lies, never copied: the cost is one RE2
+// match per line (linear in its length, at most MaxLine) until the first match.
+type LineMatch struct {
+	re      *regexp.Regexp
+	onMatch func()
+	matched atomic.Bool
+}
+
+// NewLineMatch returns a matcher for re.
+func NewLineMatch(re *regexp.Regexp, onMatch func()) *LineMatch {
+	return &LineMatch{re: re, onMatch: onMatch}
+}
+
+func (m *LineMatch) check(line []byte) {
+	if !m.matched.Load() && m.re.Match(line) && m.matched.CompareAndSwap(false, true) {
+		m.onMatch()
+	}
+}
+
+// WithMatches makes w check every line with ms (a writer of each stream shares them).
+func (w *LineWriter) WithMatches(ms ...*LineMatch) *LineWriter {
+	w.matches = ms
+	return w
+}
+
 // emit adds one prefixed line to the batch and passes the batch on once it is big.
 func (w *LineWriter) emit(text []byte) {
+	for _, m := range w.matches {
+		m.check(text)
+	}
 	w.batch = append(w.batch, w.prefix...)
 	w.batch = append(w.batch, text...)
 	w.batch = append(w.batch, '\n')

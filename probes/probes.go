@@ -27,20 +27,30 @@ type Target struct {
 	Dir       string
 }
 
-// Kind tells a liveness probe from a readiness probe.
+// Kind tells a liveness, readiness and startup probe apart.
 type Kind int
 
 const (
 	Liveness Kind = iota
 	Readiness
+	Startup
 )
 
 // String is the kind as it appears in spec fields and metrics labels.
 func (k Kind) String() string {
-	if k == Liveness {
+	switch k {
+	case Liveness:
 		return "liveness"
+	case Startup:
+		return "startup"
 	}
 	return "readiness"
+}
+
+// Polled reports whether p is checked by Start (http_get, tcp_socket, exec), not by
+// a signal of the process itself (notify, log_line).
+func Polled(p *spec.Probe) bool {
+	return p != nil && p.Notify == nil && p.LogLine == nil
 }
 
 // Event is reported after every check of a running probe.

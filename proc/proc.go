@@ -40,6 +40,9 @@ type Cmd struct {
 	// share one pipe. Stdin is /dev/null.
 	Stdout io.Writer
 	Stderr io.Writer
+	// Files are more descriptors of the child: its fd number (3 or more) to one of
+	// ours, such as s6's notification descriptor. Other fds are closed in the child.
+	Files map[int]*os.File
 }
 
 // Exit is how a process ended, or why it never started.
@@ -129,7 +132,7 @@ func Start(c Cmd) (*Process, error) {
 	attr := &syscall.ProcAttr{
 		Dir:   c.Dir,
 		Env:   c.Env,
-		Files: out.childFds(),
+		Files: withFiles(out.childFds(), c.Files),
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}
 	reapMu.Lock()
@@ -145,6 +148,18 @@ func Start(c Cmd) (*Process, error) {
 	}
 	p.pipes = out.startCopiers(p.outputDone)
 	return p, nil
+}
+
+// withFiles puts files at their fd numbers after the standard three; the gaps are
+// closed in the child (-1).
+func withFiles(fds []uintptr, files map[int]*os.File) []uintptr {
+	for n, f := range files {
+		for len(fds) <= n {
+			fds = append(fds, ^uintptr(0))
+		}
+		fds[n] = f.Fd()
+	}
+	return fds
 }
 
 // Pid is the process id, which is also its process group id.

@@ -1,0 +1,331 @@
+package container
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/tend-sh/tend/probes"
+	"github.com/tend-sh/tend/proc"
+	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
+)
+
+// A process's health has three parts (README "Probes"): the startup probe, which
+// holds the other two until it passes; liveness; and readiness. Polled probes
+// (http_get, tcp_socket, exec) run in package probes; the other kinds are signals of
+// the process itself: READY=1 on the notify socket, a newline on its notification
+// descriptor, or an output line that matches log_line. All of them reach the loop as
+// events tagged with the run they are about.
+
+// signalKind is where a readiness signal came from.
+type readySignal struct {
+	run     uint64
+	startup bool   // for the startup probe (else the readiness probe)
+	what    string // for the log: "READY=1", "a line matching ...", "fd 3"
+}
+
+// runHealth is the health state of one run of the process.
+type runHealth struct {
+	startupPassed bool
+	readyPending  bool // the readiness signal came before the startup probe passed
+	startupCancel context.CancelFunc
+	notifyFD      *os.File // the read end of s6's notification pipe
+}
+
+// processEnv is the environment of the container's processes: the configured one,
+// and NOTIFY_SOCKET and WATCHDOG_USEC when a probe uses systemd's protocol.
+func (l *loop) processEnv() []string {
+	if l.c.notify == nil {
+		return l.cfg.Env
+	}
+	env := append(append([]string(nil), l.cfg.Env...), "NOTIFY_SOCKET="+l.c.notify.addr)
+	if ms := l.watchdogMs(); ms > 0 {
+		env = append(env, "WATCHDOG_USEC="+strconv.FormatInt(ms*1000, 10))
+	}
+	return env
+}
+
+// notifyProbe returns the probe that uses systemd's protocol (fd nil), if any.
+func notifyProbe(sc *spec.Container) *spec.Probe {
+	for _, p := range []*spec.Probe{sc.StartupProbe, sc.ReadinessProbe} {
+		if p != nil && p.Notify != nil && p.Notify.FD == nil {
+			return p
+		}
+	}
+	return nil
+}
+
+func (l *loop) watchdogMs() int64 {
+	if p := notifyProbe(l.sc); p != nil && p.Notify.WatchdogMs != nil {
+		return *p.Notify.WatchdogMs
+	}
+	return 0
+}
+
+// startHooks is what a run needs before it starts: the log_line matchers and s6's
+// notification pipe. The returned files go to the child.
+func (l *loop) startHooks() ([]*LineMatch, map[int]*os.File, error) {
+	var ms []*LineMatch
+	var files map[int]*os.File
+	run := l.runID + 1 // the id the run about to start gets
+	for _, p := range []*spec.Probe{l.sc.StartupProbe, l.sc.ReadinessProbe} {
+		if p == nil {
+			continue
+		}
+		sig := readySignal{run: run, startup: p == l.sc.StartupProbe}
+		switch {
+		case p.LogLine != nil:
+			sig.what = "a line matching " + strconv.Quote(*p.LogLine)
+			ms = append(ms, NewLineMatch(p.LogLineRegexp(), func() { l.sendSignal(sig) }))
+		case p.Notify != nil && p.Notify.FD != nil:
+			r, w, err := os.Pipe()
+			if err != nil {
+				return nil, nil, fmt.Errorf("notification pipe: %w", err)
+			}
+			l.health.notifyFD = r
+			files = map[int]*os.File{*p.Notify.FD: w}
+			sig.what = fmt.Sprintf("a newline on fd %d", *p.Notify.FD)
+			go l.readNotifyFD(r, sig)
+		}
+	}
+	return ms, files, nil
+}
+
+// sendSignal hands a readiness signal to the loop without blocking the output path.
+func (l *loop) sendSignal(sig readySignal) {
+	select {
+	case l.readySignals <- sig:
+	case <-l.c.done:
+	}
+}
+
+// readNotifyFD waits for the first newline on s6's notification pipe.
+func (l *loop) readNotifyFD(r *os.File, sig readySignal) {
+	if _, err := bufio.NewReader(r).ReadString('\n'); err == nil {
+		l.sendSignal(sig)
+	}
+}
+
+// startHealth starts what watches a new run: the startup probe first, or liveness
+// and readiness at once; the watchdog and the deadline.
+func (l *loop) startHealth() {
+	ctx, cancel := context.WithCancel(context.Background())
+	l.probeCancel = cancel
+	l.health.startupPassed = l.sc.StartupProbe == nil
+	now := time.Now()
+	if sp := l.sc.StartupProbe; sp != nil {
+		l.st.Ready.Set(false, "StartupProbe", "startup probe has not succeeded yet", now)
+		if probes.Polled(sp) {
+			sctx, scancel := context.WithCancel(ctx)
+			l.health.startupCancel = scancel
+			probes.Start(sctx, probes.Startup, sp, l.target(), l.runID, l.probeEvents)
+		}
+	} else {
+		l.startRunProbes(ctx)
+	}
+	if ms := l.watchdogMs(); ms > 0 {
+		l.watchdog = time.NewTimer(time.Duration(ms) * time.Millisecond)
+		l.watchdogC = l.watchdog.C
+	}
+	if d := spec.Ms(l.sc.MaxRunMs); d > 0 {
+		l.deadline = time.NewTimer(d)
+		l.deadlineC = l.deadline.C
+	}
+}
+
+// startRunProbes starts liveness and readiness (once the startup probe passed).
+func (l *loop) startRunProbes(ctx context.Context) {
+	now := time.Now()
+	if lp := l.sc.LivenessProbe; lp != nil {
+		probes.Start(ctx, probes.Liveness, lp, l.target(), l.runID, l.probeEvents)
+	}
+	rp := l.sc.ReadinessProbe
+	switch {
+	case rp == nil:
+		l.st.Ready.Set(true, "Running", "", now)
+	case probes.Polled(rp):
+		l.st.Ready.Set(false, "NotProbed", "readiness probe has not succeeded yet", now)
+		probes.Start(ctx, probes.Readiness, rp, l.target(), l.runID, l.probeEvents)
+	case l.health.readyPending:
+		l.st.Ready.Set(true, "Ready", "", now)
+	default:
+		l.st.Ready.Set(false, "NotReady", "waiting for "+waitsFor(rp), now)
+	}
+}
+
+// waitsFor names the signal a readiness or startup probe waits for.
+func waitsFor(p *spec.Probe) string {
+	switch {
+	case p.LogLine != nil:
+		return "a line matching " + strconv.Quote(*p.LogLine)
+	case p.Notify != nil && p.Notify.FD != nil:
+		return fmt.Sprintf("a newline on fd %d", *p.Notify.FD)
+	}
+	return "READY=1 on NOTIFY_SOCKET"
+}
+
+func (l *loop) target() probes.Target {
+	return probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name}
+}
+
+// stopHealth stops everything startHealth started.
+func (l *loop) stopHealth() {
+	if l.probeCancel != nil {
+		l.probeCancel()
+		l.probeCancel = nil
+	}
+	if l.health.notifyFD != nil {
+		l.health.notifyFD.Close()
+	}
+	l.health = runHealth{}
+	for _, t := range []*time.Timer{l.watchdog, l.deadline} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	l.watchdog, l.watchdogC, l.deadline, l.deadlineC = nil, nil, nil, nil
+}
+
+// startupPassed ends the startup probe: liveness and readiness take over.
+func (l *loop) startupPassed(how string) {
+	if l.health.startupPassed {
+		return
+	}
+	l.health.startupPassed = true
+	if l.health.startupCancel != nil {
+		l.health.startupCancel()
+	}
+	l.log.Info().Str("by", how).Msg("startup probe passed")
+	ctx, cancel := context.WithCancel(context.Background())
+	prev := l.probeCancel
+	l.probeCancel = func() { cancel(); prev() }
+	l.startRunProbes(ctx)
+	l.publish()
+}
+
+func (l *loop) onStartupProbe(ev probes.Event) {
+	switch {
+	case l.health.startupPassed:
+	case ev.Healthy:
+		l.startupPassed("probe")
+	case ev.Failed && l.killReason == "":
+		l.kill("startup probe failed: " + ev.Result.Detail)
+	}
+}
+
+// kill SIGKILLs the process group for reason (its last_exit reason); the restart
+// policy takes it from there.
+func (l *loop) kill(reason string) {
+	l.killReason = reason
+	l.log.Warn().Str("reason", reason).Msg("killing the process group")
+	l.st.Alive.Set(false, "Killed", reason, time.Now())
+	_ = l.proc.SignalGroup(syscall.SIGKILL)
+	l.publish()
+}
+
+// onReadySignal handles READY=1, a notification newline or a matching line.
+func (l *loop) onReadySignal(sig readySignal) {
+	if l.state != status.Running || sig.run != l.runID {
+		return
+	}
+	if sig.startup {
+		l.startupPassed(sig.what)
+		return
+	}
+	l.becomeReady(sig.what)
+}
+
+// becomeReady makes the container ready by a signal of its readiness probe; one that
+// comes before the startup probe passed is kept until then.
+func (l *loop) becomeReady(what string) {
+	if !l.health.startupPassed {
+		l.health.readyPending = true
+		return
+	}
+	if l.st.Ready.Set(true, "Ready", "", time.Now()) {
+		l.log.Info().Str("by", what).Msg("ready")
+		l.publish()
+	}
+}
+
+// onNotify handles a datagram on the notify socket.
+func (l *loop) onNotify(m notifyMsg) {
+	if l.state != status.Running || !l.believe(m) {
+		return
+	}
+	np := notifyProbe(l.sc)
+	changed := false
+	if v, ok := m.keys["STATUS"]; ok && v != l.st.StatusText {
+		l.st.StatusText = v
+		changed = true
+	}
+	if m.keys["READY"] == "1" {
+		if np == l.sc.StartupProbe {
+			l.startupPassed("READY=1")
+		} else {
+			l.becomeReady("READY=1")
+		}
+	}
+	if m.keys["STOPPING"] == "1" && np == l.sc.ReadinessProbe {
+		l.health.readyPending = false
+		changed = l.st.Ready.Set(false, "Stopping", "the process sent STOPPING=1", time.Now()) || changed
+	}
+	if m.keys["WATCHDOG"] == "1" && l.watchdog != nil {
+		l.watchdog.Reset(time.Duration(l.watchdogMs()) * time.Millisecond)
+	}
+	if changed {
+		l.publish()
+	}
+}
+
+// believe reports whether a notify message comes from this container: a process in
+// its process group, or, when the sender exited before tend could look at it, a
+// process of the same user (README "Readiness by notification").
+func (l *loop) believe(m notifyMsg) bool {
+	switch {
+	case m.pgrp == l.proc.Pid():
+		return true
+	case m.pgrp == 0 && m.uid == os.Getuid():
+		return true
+	}
+	l.log.Debug().Int("pid", m.pid).Int("pgrp", m.pgrp).Msg("notify message from outside the container ignored")
+	return false
+}
+
+func (l *loop) onWatchdog() {
+	l.watchdogC = nil
+	if l.state == status.Running && l.killReason == "" {
+		l.kill(fmt.Sprintf("watchdog timeout: no WATCHDOG=1 for %d ms", l.watchdogMs()))
+	}
+}
+
+// onDeadline stops a run longer than max_run_ms through the stop sequence; it counts
+// as a failure whatever its length.
+func (l *loop) onDeadline() bool {
+	l.deadlineC = nil
+	if l.state != status.Running {
+		return false
+	}
+	l.log.Warn().Dur("max_run_ms", spec.Ms(l.sc.MaxRunMs)).Msg("deadline exceeded: stopping")
+	return l.beginStop(StopOp{}, afterDeadline)
+}
+
+// deadlineExit decides what follows a run stopped at its deadline: its exit counts
+// as a failure (code 1 if it was 0, for a job's exit code), then the restart policy.
+func (l *loop) deadlineExit() {
+	x := l.st.LastExit
+	if x == nil {
+		x = ExitStatus(proc.Exit{Code: 1}, "", time.Now())
+	}
+	x.Reason = "deadline exceeded"
+	if x.Code == 0 {
+		x.Code = 1
+	}
+	l.st.LastExit = x
+	l.restartOrEnd(l.sc.RestartPolicy.Mode != spec.ModeNever, l.fails+1)
+}
