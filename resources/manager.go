@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -63,6 +64,7 @@ func (m *Manager) Prepare(ctx context.Context, s *spec.Spec) error {
 	m.static, m.dynamic = statics, dynamics
 	m.mu.Unlock()
 	m.opts.Changed()
+	m.removeTemps(s, dynamics)
 
 	err := parallel(len(statics), func(i int) error {
 		r := statics[i]
@@ -83,6 +85,21 @@ func (m *Manager) Prepare(ctx context.Context, s *spec.Spec) error {
 		m.startRecheck(r)
 	}
 	return nil
+}
+
+// removeTemps removes what a tend killed mid-download or mid-extraction left in
+// instance.dir, in every storage_dir and beside every destination.
+func (m *Manager) removeTemps(s *spec.Spec, dynamics []*dynamic) {
+	dirs := []string{s.Instance.Dir}
+	for _, r := range dynamics {
+		dirs = append(dirs, r.storage, filepath.Dir(r.dest))
+	}
+	slices.Sort(dirs)
+	for _, dir := range slices.Compact(dirs) {
+		if removed := removeTemps(dir); len(removed) > 0 {
+			m.opts.Log.Info().Str("dir", dir).Strs("removed", removed).Msg("removed temporary files a previous tend left")
+		}
+	}
 }
 
 // prepareDynamic puts the start-up revision in place, retrying until ctx ends. A

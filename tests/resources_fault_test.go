@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -231,6 +232,84 @@ func TestResourceDynamicDiskFullDuringSwitch(t *testing.T) {
 	}
 	if a := stateActive(t, storage); a != 3 {
 		t.Errorf("state file says active %d, want 3", a)
+	}
+	termAndWait(t, tp, 10*time.Second)
+}
+
+// A tend killed mid-download leaves a partial file; the next start removes it even
+// when it wants another name or revision, and leaves every other file alone.
+func TestResourcePartialDownloadsRemovedAtStart(t *testing.T) {
+	srv := newFileServer(t, map[string]string{"/small": "small"})
+	release := make(chan struct{})
+	defer close(release)
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/big" {
+			fmt.Fprint(w, "small")
+			return
+		}
+		w.Header().Set("Content-Length", "100000000")
+		w.Write(make([]byte, 1<<20))
+		w.(http.Flusher).Flush()
+		select { // never finishes
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	shared := t.TempDir()
+	spec := func(body string) string {
+		return "instance: {dir: " + shared + "}\n" + body + "containers: [{name: app, command: [sleep, '60']}]\n"
+	}
+	keep := []string{".mine.tend-part-x", "notes.tend-part-1", ".a.tend-partial-1", ".tend-part-1"}
+	for _, name := range keep {
+		if err := os.WriteFile(filepath.Join(shared, name), []byte("mine"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listen := runOpts{pid1: true, args: []string{"--listen", "unix:{DIR}/tend.sock"}}
+	parts := func(dir string) []string {
+		m, _ := filepath.Glob(filepath.Join(dir, ".*.tend-part-[0-9]*"))
+		return m
+	}
+	killMidDownload := func(body, dir string) {
+		tp := start(t, spec(body), listen)
+		waitFor(t, 15*time.Second, "a partial download in "+dir, func() (bool, string) {
+			for _, p := range parts(dir) {
+				if fi, err := os.Stat(p); err == nil && fi.Size() > 0 {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprint(parts(dir))
+		})
+		tp.signal(syscall.SIGKILL)
+		tp.wait(10 * time.Second)
+	}
+	killMidDownload("resources: [{name: old.bin, urls: ['"+srv.URL+"/big']}]\n", shared)
+	if p := parts(shared); len(p) != 1 {
+		t.Fatalf("partial files after the first kill: %v", p)
+	}
+	// The next start wants another name: old.bin's partial file goes.
+	store := filepath.Join(shared, "store")
+	killMidDownload("dynamic_resources: [{name: geo, revision: 5, urls: ['"+srv.URL+"/big'], storage_dir: store, destination: geo}]\n", store)
+	if p := parts(shared); len(p) != 0 {
+		t.Errorf("partial download of old.bin left after a restart: %v", p)
+	}
+	if p := parts(store); len(p) != 1 {
+		t.Fatalf("partial files after the second kill: %v", p)
+	}
+	// The next start wants revision 6: revision 5's partial file goes.
+
+	tp := start(t, spec("resources: [{name: new.bin, urls: ['"+srv.URL+"/small']}]\n"+
+		"dynamic_resources: [{name: geo, revision: 6, urls: ['"+srv.URL+"/small'], storage_dir: store, destination: geo}]\n"), listen)
+	tp.waitStatus(15*time.Second, "app running", func(d status.Document) bool {
+		return containerStatus(d, "app").State == status.Running
+	})
+	if left := append(parts(shared), parts(store)...); len(left) > 0 {
+		t.Errorf("partial downloads left after a restart: %v", left)
+	}
+	for _, name := range keep {
+		if _, err := os.Stat(filepath.Join(shared, name)); err != nil {
+			t.Errorf("%s was removed: %v", name, err)
+		}
 	}
 	termAndWait(t, tp, 10*time.Second)
 }
