@@ -229,3 +229,30 @@ containers: []
 		})
 	}
 }
+
+// A reload does not fetch an archive rejected as unsafe a second time: the same
+// bytes would be rejected again.
+func TestDynamicUnsafeArchiveNotRetriedByReload(t *testing.T) {
+	srv := newServer(t)
+	srv.file("/good.tgz", gzipBytes(tarBytes(t, good)))
+	srv.file("/bad.tar", tarBytes(t, []entry{{name: "../evil.txt", body: "evil"}}))
+	dir := t.TempDir()
+	spec := func(rev int, path string) string {
+		return fmt.Sprintf(`
+dynamic_resources:
+  - {name: geo, revision: %d, urls: ["%s%s"], storage_dir: store, destination: geo, extract: true}
+containers: []
+`, rev, srv.URL, path)
+	}
+	m := newManager(t, &syncBuffer{})
+	if err := m.Prepare(context.Background(), loadSpec(t, dir, spec(1, "/good.tgz"))); err != nil {
+		t.Fatal(err)
+	}
+	m.Reload(context.Background(), loadSpec(t, dir, spec(2, "/bad.tar")), nil)
+	if st := dynStatus(m); st.State != StateFailed || st.ActiveRevision != 1 || !strings.Contains(st.Reason, "unsafe archive") {
+		t.Errorf("status = %+v", st)
+	}
+	if n := srv.count("/bad.tar"); n != 1 {
+		t.Errorf("requests for the unsafe archive = %d, want 1", n)
+	}
+}

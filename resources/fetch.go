@@ -123,6 +123,14 @@ func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *
 			return "", err
 		}
 		delay := f.opts.Retry.Delay(round, rand.Float64)
+		if errors.Is(err, ErrUnsafeArchive) {
+			// Fetching again gives the same bytes (or ones the same server made the
+			// same way): retry rarely, and a reload not at all.
+			if rounds > 0 {
+				return "", err
+			}
+			delay = max(delay, f.opts.BadArchiveRetry)
+		}
 		f.opts.Log.Warn().Str("resource", src.Name).Err(err).Dur("retry_in_ms", delay).Msg("fetching resource failed")
 		if !restart.Sleep(ctx, delay) {
 			return "", fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)

@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"archive/tar"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -310,6 +312,47 @@ func TestResourcePartialDownloadsRemovedAtStart(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(shared, name)); err != nil {
 			t.Errorf("%s was removed: %v", name, err)
 		}
+	}
+	termAndWait(t, tp, 10*time.Second)
+}
+
+// An archive rejected as unsafe is not fetched and unpacked again in a tight loop:
+// status says failed with the reason and the next try is far off.
+func TestResourceUnsafeArchiveBacksOff(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: "../evil.txt", Typeflag: tar.TypeReg, Mode: 0o644, Size: 4})
+	tw.Write([]byte("evil"))
+	tw.Close()
+	srv := newFileServer(t, map[string]string{"/bad.tar": buf.String()})
+	tp := start(t, `
+resources:
+  - {name: data, urls: ["`+srv.URL+`/bad.tar"], checksum: "`+md5of(buf.String())+`", extract: true}
+containers: []
+`)
+	tp.waitStatus(15*time.Second, "data failed", func(d status.Document) bool {
+		r := resourceStatus(d, "data")
+		return r.State == "failed" && strings.Contains(r.Reason, `unsafe archive: entry "../evil.txt" leads outside the target`)
+	})
+	var retry time.Duration
+	waitFor(t, 10*time.Second, "the retry in the log", func() (bool, string) {
+		for _, line := range strings.Split(tp.stderr.String(), "\n") {
+			var ev struct {
+				Message string  `json:"message"`
+				RetryMs float64 `json:"retry_in_ms"`
+			}
+			if json.Unmarshal([]byte(line), &ev) == nil && ev.Message == "fetching resource failed" {
+				retry = time.Duration(ev.RetryMs * float64(time.Millisecond))
+				return true, ""
+			}
+		}
+		return false, tail(tp.stderr.String(), 500)
+	})
+	if retry < 5*time.Minute {
+		t.Errorf("an unsafe archive is fetched again in %v, want minutes", retry)
+	}
+	if n := srv.count("/bad.tar"); n != 1 {
+		t.Errorf("requests = %d, want 1", n)
 	}
 	termAndWait(t, tp, 10*time.Second)
 }
