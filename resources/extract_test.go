@@ -260,3 +260,23 @@ func TestExtractZipChecksum(t *testing.T) {
 		t.Errorf("corrupt entry: error = %v, want a checksum error", err)
 	}
 }
+
+// A directory the archive makes read-only still takes the entries that follow it;
+// its mode keeps the owner's access.
+func TestExtractReadOnlyDirectory(t *testing.T) {
+	archive := tarBytes(t, []entry{
+		{name: "ro", kind: tar.TypeDir, mode: 0o555},
+		{name: "ro/f", body: "in a read-only dir"},
+		{name: "ro/sub/g", body: "deeper"},
+	})
+	root, _, err := runExtract(t, archive, bigLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "ro/sub/g")); string(b) != "deeper" {
+		t.Errorf("ro/sub/g = %q", b)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "ro")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("ro mode = %v, %v; want 0755 (0555 and the owner's access)", fi.Mode(), err)
+	}
+}
