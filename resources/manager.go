@@ -364,6 +364,9 @@ func (m *Manager) settle(ctx context.Context, next *spec.Spec, r *dynamic) (went
 		target := probes.Target{Env: next.ProcessEnv(nil), Dir: next.Instance.Dir}
 		if err := RunPolicy(ctx, r.spec.Verify, target, nil); err != nil {
 			reason := "verify failed: " + err.Error()
+			if ctx.Err() != nil { // shutting down: the same as a kill during verify
+				reason = fmt.Sprintf("verify of revision %d did not finish (tend stopped)", r.spec.Revision)
+			}
 			log.Warn().Str("reason", reason).Msg("rolling back")
 			if aerr := r.abandon(reason); aerr != nil {
 				r.set(StateFailed, reason+"; rollback failed: "+aerr.Error())

@@ -106,10 +106,16 @@ func TestResourceDynamicRollbackSurvivesRestart(t *testing.T) {
 	termAndWait(t, second, 10*time.Second)
 }
 
-// A tend killed while verify runs: status showed the revision the symlink points at,
-// and the next start goes back to the verified revision instead of activating the
-// one that never passed verify.
+// A tend killed (or stopped) while verify runs: status showed the revision the
+// symlink points at, and the next start goes back to the verified revision instead
+// of activating the one that never passed verify.
 func TestResourceDynamicKilledDuringVerify(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { testStoppedDuringVerify(t, sig) })
+	}
+}
+
+func testStoppedDuringVerify(t *testing.T, sig syscall.Signal) {
 	srv := newFileServer(t, map[string]string{"/v1": "v1", "/v2": "v2"})
 	shared := t.TempDir()
 	fifo := filepath.Join(shared, "hold")
@@ -130,7 +136,7 @@ func TestResourceDynamicKilledDuringVerify(t *testing.T) {
 	if g := dynamicStatus(doc, "geo"); g.ActiveRevision != 2 {
 		t.Errorf("during verify active_revision = %d, want 2 (where the symlink points)", g.ActiveRevision)
 	}
-	first.signal(syscall.SIGKILL)
+	first.signal(sig)
 	first.wait(10 * time.Second)
 
 	second := start(t, dynSpec(srv, shared, 2, "/v2", badVerify(shared)))
