@@ -251,7 +251,13 @@ func (x *extractor) dir(name string, mode fs.FileMode) error {
 		return err
 	}
 	full := filepath.Join(x.root, rel)
-	if fi, err := os.Lstat(full); err != nil || !fi.IsDir() {
+	if fi, err := os.Lstat(full); err == nil && fi.IsDir() {
+		// An earlier entry made it, or made a symlink on the way to it: the chmod
+		// below must not reach through one (it may lead outside).
+		if err := x.noSymlinkBelow(rel); err != nil {
+			return fmt.Errorf("%w: entry %q: %v", ErrUnsafeArchive, name, err)
+		}
+	} else {
 		if full, err = x.prepare(name, rel); err != nil {
 			return err
 		}

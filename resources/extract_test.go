@@ -280,3 +280,27 @@ func TestExtractReadOnlyDirectory(t *testing.T) {
 		t.Errorf("ro mode = %v, %v; want 0755 (0555 and the owner's access)", fi.Mode(), err)
 	}
 }
+
+// A directory entry below a symlink an earlier entry made must not change the mode of
+// the directory the symlink leads to (outside the target).
+func TestExtractNoChmodThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside")
+	if err := os.MkdirAll(filepath.Join(outside, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(dir, "archive")
+	os.WriteFile(archive, tarBytes(t, []entry{
+		{name: "l", link: "../outside", kind: tar.TypeSymlink},
+		{name: "l/sub", kind: tar.TypeDir, mode: 0o777},
+	}), 0o644)
+	root := filepath.Join(dir, "root")
+	os.Mkdir(root, 0o755)
+	_, err := extract(archive, root, bigLimits)
+	if !errors.Is(err, ErrUnsafeArchive) {
+		t.Errorf("error = %v, want an unsafe archive", err)
+	}
+	if fi, _ := os.Stat(filepath.Join(outside, "sub")); fi.Mode().Perm() != 0o700 {
+		t.Errorf("outside/sub mode = %v, want 0700 untouched", fi.Mode().Perm())
+	}
+}
