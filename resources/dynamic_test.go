@@ -248,7 +248,8 @@ containers: []
 	if err := m.Prepare(context.Background(), loadSpec(t, dir, spec(1, "/good.tgz"))); err != nil {
 		t.Fatal(err)
 	}
-	m.Reload(context.Background(), loadSpec(t, dir, spec(2, "/bad.tar")), nil)
+	// Also when another URL fails otherwise.
+	m.Reload(context.Background(), loadSpec(t, dir, spec(2, `/bad.tar", "`+srv.URL+`/missing`)), nil)
 	if st := dynStatus(m); st.State != StateFailed || st.ActiveRevision != 1 || !strings.Contains(st.Reason, "unsafe archive") {
 		t.Errorf("status = %+v", st)
 	}
