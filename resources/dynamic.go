@@ -19,13 +19,22 @@ import (
 // stateFile is the name of a dynamic resource's state in its storage_dir.
 const stateFile = ".tend-state.json"
 
-// dynState is what survives a restart of tend: the active and previous versions
-// and every kept one with what it was fetched from.
+// dynState is what survives a restart of tend: the active and previous versions,
+// a switch under way, the last version that failed verify, and every kept version
+// with what it was fetched from.
 type dynState struct {
 	Active   *version `json:"active"`
 	Previous *version `json:"previous,omitempty"`
-	Kept     []kept   `json:"kept"`
-	Seq      int64    `json:"seq"` // last Used value handed out
+	// Trying is the version the destination is being switched to. It is written
+	// before the symlink moves and becomes Active only once notify and verify are
+	// done, so Active is always a version that was put in place completely; a tend
+	// killed in between finds Trying at start-up and goes back to Active.
+	Trying *trial `json:"trying,omitempty"`
+	// Rejected is the last version whose verify failed or did not finish, and why:
+	// start-up does not activate it while the spec still names it.
+	Rejected *rejected `json:"rejected,omitempty"`
+	Kept     []kept    `json:"kept"`
+	Seq      int64     `json:"seq"` // last Used value handed out
 }
 
 // version is a revision as it is active: the spec's revision and the entry of
@@ -33,6 +42,37 @@ type dynState struct {
 type version struct {
 	Revision int64  `json:"revision"`
 	Path     string `json:"path"`
+}
+
+// ident is what the spec asks for: a change of any field is a new version.
+type ident struct {
+	Revision int64    `json:"revision"`
+	URLs     []string `json:"urls"`
+	Checksum string   `json:"checksum"`
+	Extract  bool     `json:"extract"`
+}
+
+func identOf(d spec.DynamicResource) ident {
+	return ident{Revision: d.Revision, URLs: d.URLs, Checksum: d.Checksum, Extract: d.Extract}
+}
+
+// names reports whether d asks for this version.
+func (id ident) names(d spec.DynamicResource) bool {
+	return id.Revision == d.Revision && slices.Equal(id.URLs, d.URLs) && id.Checksum == d.Checksum && id.Extract == d.Extract
+}
+
+// trial is a switch under way; Verify says whether the version must still pass
+// verify to become active.
+type trial struct {
+	Version version `json:"version"`
+	Ident   ident   `json:"ident"`
+	Verify  bool    `json:"verify"`
+}
+
+// rejected is a version that must not become active again by itself.
+type rejected struct {
+	Ident  ident  `json:"ident"`
+	Reason string `json:"reason"`
 }
 
 // kept is one version in storage_dir.
@@ -82,9 +122,13 @@ func (r *dynamic) name() string {
 func (r *dynamic) set(state, reason string) {
 	r.mu.Lock()
 	r.state, r.reason = state, reason
-	if r.st.Active != nil {
-		r.active = r.st.Active.Revision
-	}
+	r.mu.Unlock()
+}
+
+// setActive shows the revision the destination points at.
+func (r *dynamic) setActive(revision int64) {
+	r.mu.Lock()
+	r.active = revision
 	r.mu.Unlock()
 }
 
@@ -106,11 +150,11 @@ func (r *dynamic) failing() string {
 // sameVersion reports whether b asks for the version a has: a change of revision,
 // urls, checksum or extract is a new version.
 func sameVersion(a, b spec.DynamicResource) bool {
-	return a.Revision == b.Revision && slices.Equal(a.URLs, b.URLs) && a.Checksum == b.Checksum && a.Extract == b.Extract
+	return identOf(a).names(b)
 }
 
-// open makes storage_dir (one level: its parent must exist), loads the state and
-// checks the destination.
+// open makes storage_dir (one level: its parent must exist), loads the state,
+// undoes a switch a killed tend left unfinished and checks the destination.
 func (r *dynamic) open() error {
 	if err := os.Mkdir(r.storage, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("storage_dir: %w", err)
@@ -134,7 +178,14 @@ func (r *dynamic) open() error {
 		}
 		r.st = st
 	}
-	r.set(r.state, r.reason)
+	if t := r.st.Trying; t != nil {
+		if err := r.recoverTrial(); err != nil {
+			return fmt.Errorf("undo the unfinished switch to revision %d: %w", t.Version.Revision, err)
+		}
+	}
+	if r.st.Active != nil {
+		r.setActive(r.st.Active.Revision)
+	}
 	return nil
 }
 
@@ -248,6 +299,8 @@ func (m *Manager) stageDynamic(ctx context.Context, r *dynamic, d spec.DynamicRe
 	}
 	r.st.Kept = append(r.st.Kept, kept{Path: path, Revision: d.Revision, URLs: d.URLs, Checksum: d.Checksum, Extract: d.Extract, Tree: tree})
 	if err := r.save(); err != nil {
+		r.st.Kept = r.st.Kept[:len(r.st.Kept)-1]
+		os.RemoveAll(filepath.Join(r.storage, path))
 		return version{}, err
 	}
 	return version{Revision: d.Revision, Path: path}, nil
@@ -273,41 +326,114 @@ func switchLink(dest, target string) error {
 	return syncDir(filepath.Dir(dest))
 }
 
-// activate switches the destination to v and records it; the version active before
-// becomes the previous one (the rollback target).
-func (r *dynamic) activate(v version) error {
-	if err := switchLink(r.dest, filepath.Join(r.storage, v.Path)); err != nil {
+func (r *dynamic) pathOf(v version) string {
+	return filepath.Join(r.storage, v.Path)
+}
+
+// A switch is begin, then (after notify and verify) commit or abandon. The state is
+// written before the symlink moves and the symlink moves back before the state
+// forgets the trial, so a failure or a kill at any step leaves the destination, the
+// state file and status agreeing on the active version (the state file says
+// "active, trying another", which start-up resolves to the active one).
+
+// begin records v as the version being tried, then points the destination at it.
+// verify says whether v must pass verify before commit.
+func (r *dynamic) begin(v version, d spec.DynamicResource, verify bool) error {
+	r.st.Trying = &trial{Version: v, Ident: identOf(d), Verify: verify}
+	if err := r.save(); err != nil {
+		r.st.Trying = nil
 		return err
 	}
+	if err := switchLink(r.dest, r.pathOf(v)); err != nil {
+		r.st.Trying = nil
+		_ = r.save() // a trial left in the file is undone at start-up
+		return err
+	}
+	r.setActive(v.Revision)
+	return nil
+}
+
+// commit makes the tried version the active one; the version active before becomes
+// the previous one (the rollback target). On error nothing changed.
+func (r *dynamic) commit() error {
+	before := r.st
+	before.Kept = slices.Clone(r.st.Kept)
+	v := r.st.Trying.Version
 	if a := r.st.Active; a == nil || *a != v {
 		r.st.Previous = r.st.Active
 	}
-	r.st.Active = &v
+	r.st.Active, r.st.Trying, r.st.Rejected = &v, nil, nil
 	r.st.Seq++
 	for i := range r.st.Kept {
 		if r.st.Kept[i].Path == v.Path {
 			r.st.Kept[i].Used = r.st.Seq
 		}
 	}
-	return r.save()
-}
-
-// rollback switches back to the version active before the last activate.
-func (r *dynamic) rollback(prev, prevPrev *version) error {
-	if prev == nil {
-		return errors.New("no previous version to roll back to")
-	}
-	if err := switchLink(r.dest, filepath.Join(r.storage, prev.Path)); err != nil {
+	if err := r.save(); err != nil {
+		r.st = before
 		return err
 	}
-	r.st.Active, r.st.Previous = prev, prevPrev
-	r.st.Seq++
-	for i := range r.st.Kept {
-		if r.st.Kept[i].Path == prev.Path {
-			r.st.Kept[i].Used = r.st.Seq // the failed version is now the older one
-		}
+	return nil
+}
+
+// abandon points the destination back at the active version and forgets the trial.
+// A reason records the tried version as rejected: start-up will not activate it.
+// Only a failure to move the symlink back is an error: when the state cannot be
+// written, the file still says "trying", which start-up resolves the same way (back
+// to the active version, rejecting one that was waiting for verify).
+func (r *dynamic) abandon(reason string) error {
+	t := r.st.Trying
+	if t == nil {
+		return nil
 	}
-	return r.save()
+	if r.st.Active != nil {
+		if err := switchLink(r.dest, r.pathOf(*r.st.Active)); err != nil {
+			return err
+		}
+		r.setActive(r.st.Active.Revision)
+	}
+	r.st.Trying = nil
+	if reason != "" {
+		r.st.Rejected = &rejected{Ident: t.Ident, Reason: reason}
+	}
+	_ = r.save()
+	if r.st.Active == nil {
+		return errors.New("no earlier version to go back to")
+	}
+	return nil
+}
+
+// recoverTrial undoes a switch a killed tend left unfinished: the destination goes
+// back to the active version, and a version that was waiting for verify is
+// rejected, since it never passed. A switch without verify is simply made again by
+// start-up.
+func (r *dynamic) recoverTrial() error {
+	t := r.st.Trying
+	if t == nil {
+		return nil
+	}
+	reason := ""
+	if t.Verify {
+		reason = fmt.Sprintf("verify of revision %d did not finish (tend stopped)", t.Version.Revision)
+	}
+	if err := r.abandon(reason); err != nil && r.st.Active != nil {
+		return err
+	}
+	return nil
+}
+
+// activate puts v in place without verify (start-up).
+func (r *dynamic) activate(v version, d spec.DynamicResource) error {
+	if err := r.begin(v, d, false); err != nil {
+		return err
+	}
+	if err := r.commit(); err != nil {
+		if aerr := r.abandon(""); aerr != nil {
+			return fmt.Errorf("%w; switching back: %v", err, aerr)
+		}
+		return err
+	}
+	return nil
 }
 
 // evict removes the least recently active versions beyond cached_revisions_count,

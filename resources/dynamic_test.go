@@ -229,3 +229,78 @@ containers: []
 		})
 	}
 }
+
+// A reload does not fetch an archive rejected as unsafe a second time: the same
+// bytes would be rejected again.
+func TestDynamicUnsafeArchiveNotRetriedByReload(t *testing.T) {
+	srv := newServer(t)
+	srv.file("/good.tgz", gzipBytes(tarBytes(t, good)))
+	srv.file("/bad.tar", tarBytes(t, []entry{{name: "../evil.txt", body: "evil"}}))
+	dir := t.TempDir()
+	spec := func(rev int, path string) string {
+		return fmt.Sprintf(`
+dynamic_resources:
+  - {name: geo, revision: %d, urls: ["%s%s"], storage_dir: store, destination: geo, extract: true}
+containers: []
+`, rev, srv.URL, path)
+	}
+	m := newManager(t, &syncBuffer{})
+	if err := m.Prepare(context.Background(), loadSpec(t, dir, spec(1, "/good.tgz"))); err != nil {
+		t.Fatal(err)
+	}
+	// Also when another URL fails otherwise.
+	m.Reload(context.Background(), loadSpec(t, dir, spec(2, `/bad.tar", "`+srv.URL+`/missing`)), nil)
+	if st := dynStatus(m); st.State != StateFailed || st.ActiveRevision != 1 || !strings.Contains(st.Reason, "unsafe archive") {
+		t.Errorf("status = %+v", st)
+	}
+	if n := srv.count("/bad.tar"); n != 1 {
+		t.Errorf("requests for the unsafe archive = %d, want 1", n)
+	}
+}
+
+// A reload cut short while verify runs (tend shutting down) rejects the revision
+// like a kill would: it never passed verify, so the next start keeps the old one.
+func TestDynamicVerifyCutShort(t *testing.T) {
+	srv := newServer(t)
+	srv.file("/v1", []byte("v1"))
+	srv.file("/v2", []byte("v2"))
+	dir := t.TempDir()
+	spec := func(rev int, path string) string {
+		return fmt.Sprintf(`
+dynamic_resources:
+  - name: geo
+    revision: %d
+    urls: ["%s%s"]
+    storage_dir: store
+    destination: geo
+    verify: {exec: {command: ["sh", "-c", "echo > {DIR}/verifying; exec sleep 60"]}}
+containers: []
+`, rev, srv.URL, path)
+	}
+	m := newManager(t, &syncBuffer{})
+	if err := m.Prepare(context.Background(), loadSpec(t, dir, spec(1, "/v1"))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { // cancels when verify has started (or after 10 s, failing below)
+		defer cancel()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(dir, "verifying")); err == nil {
+				return
+			}
+		}
+	}()
+	m.Reload(ctx, loadSpec(t, dir, spec(2, "/v2")), nil)
+	want := "verify of revision 2 did not finish (tend stopped)"
+	if st := dynStatus(m); st.State != StateRolledBack || st.ActiveRevision != 1 || st.Reason != want {
+		t.Errorf("status = %+v, want rolled_back to 1: %s", st, want)
+	}
+	m.Close()
+	m2 := newManager(t, &syncBuffer{})
+	if err := m2.Prepare(context.Background(), loadSpec(t, dir, spec(2, "/v2"))); err != nil {
+		t.Fatal(err)
+	}
+	if st := dynStatus(m2); st.State != StateRolledBack || st.ActiveRevision != 1 || st.Reason != want || linkTarget(t, dir) != "1" {
+		t.Errorf("after a restart status = %+v, geo -> %s; want rolled_back to 1", st, linkTarget(t, dir))
+	}
+}

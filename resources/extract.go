@@ -2,7 +2,6 @@ package resources
 
 import (
 	"archive/tar"
-	"archive/zip"
 	"bufio"
 	"bytes"
 	"compress/gzip"
@@ -19,15 +18,18 @@ import (
 // ErrUnsafeArchive is wrapped by every rejection of an archive entry.
 var ErrUnsafeArchive = errors.New("unsafe archive")
 
-// extractLimits bound what one archive may unpack to.
+// extractLimits bound what one archive may unpack to, and so the memory extraction
+// takes: entries are streamed, and the only thing kept per entry is a symlink's
+// path (for the final check), bounded by nameBytes.
 type extractLimits struct {
-	bytes   int64 // total size of regular files
-	entries int
+	bytes     int64 // total size of regular files
+	entries   int
+	nameBytes int64 // total length of entry names and link targets
 }
 
 // limitsFor is the bound for an archive of size n (see Options.MaxExtractRatio).
 func (o Options) limitsFor(n int64) extractLimits {
-	return extractLimits{bytes: max(o.MinExtractBound, o.MaxExtractRatio*n), entries: o.MaxExtractEntries}
+	return extractLimits{bytes: max(o.MinExtractBound, o.MaxExtractRatio*n), entries: o.MaxExtractEntries, nameBytes: o.MaxExtractNameBytes}
 }
 
 // Extract unpacks the .tar, .tar.gz/.tgz or .zip archive at archive (told apart by
@@ -35,8 +37,8 @@ func (o Options) limitsFor(n int64) extractLimits {
 // Entries with absolute paths or ".." components, entries below a symlink, and
 // symlinks or hardlinks that lead outside root are rejected; device files and fifos
 // are skipped (their count is returned); setuid, setgid and sticky bits are dropped
-// and ownership is not restored. An archive unpacking to more than lim bytes or
-// entries is rejected as a bomb.
+// and ownership is not restored. An archive unpacking to more than lim bytes,
+// entries or name bytes is rejected as a bomb.
 func extract(archive, root string, lim extractLimits) (skipped int, err error) {
 	f, err := os.Open(archive)
 	if err != nil {
@@ -49,7 +51,7 @@ func extract(archive, root string, lim extractLimits) (skipped int, err error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return 0, err
 	}
-	x := &extractor{root: root, lim: lim, dirModes: map[string]fs.FileMode{}}
+	x := &extractor{root: root, lim: lim}
 	switch {
 	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
 		gz, err := gzip.NewReader(bufio.NewReaderSize(f, copyBuffer))
@@ -60,16 +62,12 @@ func extract(archive, root string, lim extractLimits) (skipped int, err error) {
 		if err != nil {
 			return x.skipped, err
 		}
-	case bytes.HasPrefix(head, []byte("PK\x03\x04")), bytes.HasPrefix(head, []byte("PK\x05\x06")):
+	case isZip(head):
 		fi, err := f.Stat()
 		if err != nil {
 			return 0, err
 		}
-		zr, err := zip.NewReader(f, fi.Size())
-		if err != nil {
-			return 0, fmt.Errorf("zip: %w", err)
-		}
-		if err := x.zip(zr); err != nil {
+		if err := x.zip(f, fi.Size()); err != nil {
 			return x.skipped, err
 		}
 	default:
@@ -82,13 +80,13 @@ func extract(archive, root string, lim extractLimits) (skipped int, err error) {
 
 // extractor writes entries below root and remembers what it must check at the end.
 type extractor struct {
-	root     string
-	lim      extractLimits
-	written  int64
-	entries  int
-	skipped  int
-	symlinks []string               // relative paths, checked once everything exists
-	dirModes map[string]fs.FileMode // applied at the end, so read-only dirs can be filled
+	root      string
+	lim       extractLimits
+	written   int64
+	entries   int
+	nameBytes int64
+	skipped   int
+	symlinks  []string // relative paths, checked once everything exists
 }
 
 func (x *extractor) tar(tr *tar.Reader) error {
@@ -126,49 +124,52 @@ func (x *extractor) tar(tr *tar.Reader) error {
 	}
 }
 
-func (x *extractor) zip(zr *zip.Reader) error {
-	for _, zf := range zr.File {
-		mode := zf.Mode()
-		var err error
+func (x *extractor) zip(f io.ReaderAt, size int64) error {
+	d, err := findZipDir(f, size)
+	if err != nil {
+		return err
+	}
+	// The count is known up front: no need to unpack a million entries first.
+	if d.entries > uint64(x.lim.entries) {
+		return x.tooMany()
+	}
+	z := &zipReader{r: f}
+	return zipEntries(f, d, func(e *zipEntry) error {
+		mode := e.mode
 		switch {
-		case mode.IsDir() || strings.HasSuffix(zf.Name, "/"):
-			err = x.dir(zf.Name, mode.Perm())
+		case mode.IsDir() || strings.HasSuffix(e.name, "/"):
+			return x.dir(e.name, mode.Perm())
 		case mode&fs.ModeSymlink != 0:
-			var target []byte
-			target, err = readSmall(zf)
-			if err == nil {
-				err = x.symlink(zf.Name, string(target))
+			r, err := z.open(e)
+			if err != nil {
+				return err
 			}
+			target, err := readSmall(e.name, r)
+			if err != nil {
+				return err
+			}
+			return x.symlink(e.name, string(target))
 		case mode.IsRegular():
 			if mode.Perm() == 0 { // written by a tool that records no permissions
 				mode |= 0o644
 			}
-			var rc io.ReadCloser
-			rc, err = zf.Open()
-			if err == nil {
-				err = x.file(zf.Name, mode.Perm(), rc)
-				rc.Close()
+			r, err := z.open(e)
+			if err != nil {
+				return err
 			}
+			return x.file(e.name, mode.Perm(), r)
 		default:
 			x.skipped++
+			return nil
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // readSmall reads a zip symlink's target.
-func readSmall(zf *zip.File) ([]byte, error) {
-	rc, err := zf.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, 4097))
+func readSmall(name string, r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, 4097))
 	if len(b) > 4096 {
-		return nil, fmt.Errorf("%w: entry %q: symlink target too long", ErrUnsafeArchive, zf.Name)
+		return nil, fmt.Errorf("%w: entry %q: symlink target too long", ErrUnsafeArchive, name)
 	}
 	return b, err
 }
@@ -177,7 +178,10 @@ func readSmall(zf *zip.File) ([]byte, error) {
 func (x *extractor) rel(name string) (string, error) {
 	x.entries++
 	if x.entries > x.lim.entries {
-		return "", fmt.Errorf("%w: more than %d entries (archive bomb?)", ErrUnsafeArchive, x.lim.entries)
+		return "", x.tooMany()
+	}
+	if err := x.countName(name); err != nil {
+		return "", err
 	}
 	if strings.HasPrefix(name, "/") || filepath.IsAbs(name) {
 		return "", fmt.Errorf("%w: entry %q has an absolute path", ErrUnsafeArchive, name)
@@ -192,6 +196,19 @@ func (x *extractor) rel(name string) (string, error) {
 		return "", nil
 	}
 	return rel, nil
+}
+
+func (x *extractor) tooMany() error {
+	return fmt.Errorf("%w: more than %d entries (archive bomb?)", ErrUnsafeArchive, x.lim.entries)
+}
+
+// countName adds a name or link target to the total the limits allow.
+func (x *extractor) countName(name string) error {
+	x.nameBytes += int64(len(name))
+	if x.nameBytes > x.lim.nameBytes {
+		return fmt.Errorf("%w: more than %d bytes of entry names (archive bomb?)", ErrUnsafeArchive, x.lim.nameBytes)
+	}
+	return nil
 }
 
 // prepare makes the parent directories of rel, refusing to go through a symlink an
@@ -235,18 +252,23 @@ func (x *extractor) dir(name string, mode fs.FileMode) error {
 	}
 	full := filepath.Join(x.root, rel)
 	if fi, err := os.Lstat(full); err == nil && fi.IsDir() {
-		x.dirModes[full] = mode
-		return nil
+		// An earlier entry made it, or made a symlink on the way to it: the chmod
+		// below must not reach through one (it may lead outside).
+		if err := x.noSymlinkBelow(rel); err != nil {
+			return fmt.Errorf("%w: entry %q: %v", ErrUnsafeArchive, name, err)
+		}
+	} else {
+		if full, err = x.prepare(name, rel); err != nil {
+			return err
+		}
+		if err := os.Mkdir(full, 0o755); err != nil {
+			return err
+		}
 	}
-	full, err = x.prepare(name, rel)
-	if err != nil {
-		return err
-	}
-	if err := os.Mkdir(full, 0o755); err != nil {
-		return err
-	}
-	x.dirModes[full] = mode
-	return nil
+	// The owner keeps full access, so later entries can still be written into a
+	// directory the archive makes read-only, and the mode can be set now instead of
+	// remembering every directory until the end.
+	return os.Chmod(full, mode|0o700)
 }
 
 func (x *extractor) file(name string, mode fs.FileMode, r io.Reader) error {
@@ -288,6 +310,9 @@ func (x *extractor) symlink(name, target string) error {
 	}
 	if rel == "" {
 		return fmt.Errorf("%w: symlink entry %q has no name", ErrUnsafeArchive, name)
+	}
+	if err := x.countName(target); err != nil {
+		return err
 	}
 	if target == "" || filepath.IsAbs(target) {
 		return fmt.Errorf("%w: symlink %q points to %q, outside the target", ErrUnsafeArchive, name, target)
@@ -350,15 +375,10 @@ func (x *extractor) noSymlinkBelow(rel string) error {
 }
 
 // finish checks every symlink against the final tree (a later entry may change what
-// an earlier symlink resolves to) and applies directory modes.
+// an earlier symlink resolves to).
 func (x *extractor) finish() error {
 	for _, rel := range x.symlinks {
 		if err := resolveInside(x.root, rel); err != nil {
-			return err
-		}
-	}
-	for dir, mode := range x.dirModes {
-		if err := os.Chmod(dir, mode|0o700); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -102,7 +103,7 @@ func runExtract(t *testing.T, archive []byte, lim extractLimits) (string, int, e
 	return root, skipped, err
 }
 
-var bigLimits = extractLimits{bytes: 1 << 30, entries: 1000}
+var bigLimits = extractLimits{bytes: 1 << 30, entries: 1000, nameBytes: 1 << 20}
 
 var good = []entry{
 	{name: "data/"},
@@ -190,13 +191,36 @@ func TestExtractRejectsUnsafeEntries(t *testing.T) {
 
 func TestExtractBombAndDevices(t *testing.T) {
 	bomb := gzipBytes(tarBytes(t, []entry{{name: "zeros", body: strings.Repeat("\x00", 1<<20)}}))
-	_, _, err := runExtract(t, bomb, extractLimits{bytes: 64 << 10, entries: 10})
+	_, _, err := runExtract(t, bomb, extractLimits{bytes: 64 << 10, entries: 10, nameBytes: 1 << 20})
 	if err == nil || !strings.Contains(err.Error(), "unpacks to more than 65536 bytes (archive bomb?)") {
 		t.Fatalf("bomb error = %v", err)
 	}
 	many := tarBytes(t, []entry{{name: "a"}, {name: "b"}, {name: "c"}})
-	if _, _, err := runExtract(t, many, extractLimits{bytes: 1 << 20, entries: 2}); err == nil || !strings.Contains(err.Error(), "more than 2 entries") {
+	if _, _, err := runExtract(t, many, extractLimits{bytes: 1 << 20, entries: 2, nameBytes: 1 << 20}); err == nil || !strings.Contains(err.Error(), "more than 2 entries") {
 		t.Errorf("entries error = %v", err)
+	}
+	// Names count too: a few long paths are as bad as many entries.
+	long := strings.Repeat("d", 200) + "/"
+	names := tarBytes(t, []entry{{name: long}, {name: long + "a"}, {name: long + "b"}})
+	if _, _, err := runExtract(t, names, extractLimits{bytes: 1 << 20, entries: 10, nameBytes: 500}); err == nil || !strings.Contains(err.Error(), "more than 500 bytes of entry names") {
+		t.Errorf("names error = %v", err)
+	}
+	// A zip says how many entries it has: too many is rejected before any is
+	// written. 70,000 entries need the zip64 end record.
+	var zbuf bytes.Buffer
+	zw := zip.NewWriter(&zbuf)
+	for i := range 70_000 {
+		if _, err := zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprint(i), Method: zip.Store}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	zw.Close()
+	root, _, err := runExtract(t, zbuf.Bytes(), extractLimits{bytes: 1 << 20, entries: 69_999, nameBytes: 1 << 20})
+	if err == nil || !strings.Contains(err.Error(), "more than 69999 entries") {
+		t.Errorf("zip entries error = %v", err)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("%d entries were written before the zip was rejected", len(entries))
 	}
 	dev := tarBytes(t, []entry{{name: "null", kind: tar.TypeChar}, {name: "fifo", kind: tar.TypeFifo}, {name: "f", body: "x"}})
 	root, skipped, err := runExtract(t, dev, bigLimits)
@@ -212,5 +236,71 @@ func TestExtractBombAndDevices(t *testing.T) {
 	}
 	if l := DefaultOptions().limitsFor(1 << 10); l.bytes != 1<<30 {
 		t.Errorf("bound for 1 KiB = %d, want 1 GiB", l.bytes)
+	}
+}
+
+// The zip reader checks every entry's CRC-32.
+func TestExtractZipChecksum(t *testing.T) {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.CreateHeader(&zip.FileHeader{Name: "a.txt", Method: zip.Store})
+	w.Write([]byte("hello zip"))
+	zw.Close()
+	good := buf.Bytes()
+
+	root, _, err := runExtract(t, good, bigLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "hello zip" {
+		t.Errorf("a.txt = %q", b)
+	}
+	bad := bytes.Replace(good, []byte("hello zip"), []byte("hello zap"), 1)
+	if _, _, err := runExtract(t, bad, bigLimits); err == nil || !strings.Contains(err.Error(), "checksum error") {
+		t.Errorf("corrupt entry: error = %v, want a checksum error", err)
+	}
+}
+
+// A directory the archive makes read-only still takes the entries that follow it;
+// its mode keeps the owner's access.
+func TestExtractReadOnlyDirectory(t *testing.T) {
+	archive := tarBytes(t, []entry{
+		{name: "ro", kind: tar.TypeDir, mode: 0o555},
+		{name: "ro/f", body: "in a read-only dir"},
+		{name: "ro/sub/g", body: "deeper"},
+	})
+	root, _, err := runExtract(t, archive, bigLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "ro/sub/g")); string(b) != "deeper" {
+		t.Errorf("ro/sub/g = %q", b)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "ro")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("ro mode = %v, %v; want 0755 (0555 and the owner's access)", fi.Mode(), err)
+	}
+}
+
+// A directory entry below a symlink an earlier entry made must not change the mode of
+// the directory the symlink leads to (outside the target).
+func TestExtractNoChmodThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside")
+	if err := os.MkdirAll(filepath.Join(outside, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(dir, "archive")
+	os.WriteFile(archive, tarBytes(t, []entry{
+		{name: "l", link: "../outside", kind: tar.TypeSymlink},
+		{name: "l/sub", kind: tar.TypeDir, mode: 0o777},
+	}), 0o644)
+	root := filepath.Join(dir, "root")
+	os.Mkdir(root, 0o755)
+	_, err := extract(archive, root, bigLimits)
+	if !errors.Is(err, ErrUnsafeArchive) {
+		t.Errorf("error = %v, want an unsafe archive", err)
+	}
+	if fi, _ := os.Stat(filepath.Join(outside, "sub")); fi.Mode().Perm() != 0o700 {
+		t.Errorf("outside/sub mode = %v, want 0700 untouched", fi.Mode().Perm())
 	}
 }

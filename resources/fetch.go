@@ -123,6 +123,14 @@ func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *
 			return "", err
 		}
 		delay := f.opts.Retry.Delay(round, rand.Float64)
+		if errors.Is(err, ErrUnsafeArchive) {
+			// Fetching again gives the same bytes (or ones the same server made the
+			// same way): retry rarely, and a reload not at all.
+			if rounds > 0 {
+				return "", err
+			}
+			delay = max(delay, f.opts.BadArchiveRetry)
+		}
 		f.opts.Log.Warn().Str("resource", src.Name).Err(err).Dur("retry_in_ms", delay).Msg("fetching resource failed")
 		if !restart.Sleep(ctx, delay) {
 			return "", fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
@@ -132,7 +140,8 @@ func (f *fetcher) fetch(ctx context.Context, src Source, dir, prefix string, p *
 
 // round tries each URL once, in order.
 func (f *fetcher) round(ctx context.Context, src Source, urls []string, dir, prefix string, p *Progress, finish func(string) (string, error)) (string, error) {
-	var errs []string
+	var msgs []string
+	var errs []error
 	for _, u := range urls {
 		path, err := f.attempt(ctx, src, u, dir, prefix, p)
 		if err == nil && finish != nil {
@@ -148,10 +157,21 @@ func (f *fetcher) round(ctx context.Context, src Source, urls []string, dir, pre
 		if len(urls) == 1 {
 			return "", err
 		}
-		errs = append(errs, u+": "+err.Error())
+		msgs = append(msgs, u+": "+err.Error())
+		errs = append(errs, err)
 	}
-	return "", errors.New(strings.Join(errs, "; "))
+	return "", &roundError{msg: strings.Join(msgs, "; "), errs: errs}
 }
+
+// roundError says what every URL of a round gave, and keeps the errors for
+// errors.Is (an unsafe archive from any URL is retried rarely).
+type roundError struct {
+	msg  string
+	errs []error
+}
+
+func (e *roundError) Error() string   { return e.msg }
+func (e *roundError) Unwrap() []error { return e.errs }
 
 // attempt downloads one URL into a new temporary file, hashing on the way, and
 // returns its path once the checksum matched and the data is on disk.

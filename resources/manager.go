@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -63,6 +64,7 @@ func (m *Manager) Prepare(ctx context.Context, s *spec.Spec) error {
 	m.static, m.dynamic = statics, dynamics
 	m.mu.Unlock()
 	m.opts.Changed()
+	m.removeTemps(s, dynamics)
 
 	err := parallel(len(statics), func(i int) error {
 		r := statics[i]
@@ -85,23 +87,46 @@ func (m *Manager) Prepare(ctx context.Context, s *spec.Spec) error {
 	return nil
 }
 
-// prepareDynamic puts the start-up revision in place, retrying until ctx ends.
+// removeTemps removes what a tend killed mid-download or mid-extraction left in
+// instance.dir, in every storage_dir and beside every destination.
+func (m *Manager) removeTemps(s *spec.Spec, dynamics []*dynamic) {
+	dirs := []string{s.Instance.Dir}
+	for _, r := range dynamics {
+		dirs = append(dirs, r.storage, filepath.Dir(r.dest))
+	}
+	slices.Sort(dirs)
+	for _, dir := range slices.Compact(dirs) {
+		if removed := removeTemps(dir); len(removed) > 0 {
+			m.opts.Log.Info().Str("dir", dir).Strs("removed", removed).Msg("removed temporary files a previous tend left")
+		}
+	}
+}
+
+// prepareDynamic puts the start-up revision in place, retrying until ctx ends. A
+// version that failed verify before (or whose verify tend did not live to finish)
+// is not activated: the active version stays until the spec names another one.
 func (m *Manager) prepareDynamic(ctx context.Context, r *dynamic) error {
 	d := r.spec
 	for attempt := 1; ; attempt++ {
 		err := r.open()
 		if err == nil {
-			var v version
-			if v, err = m.stageDynamic(ctx, r, d, 0); err == nil {
-				err = r.activate(v)
+			if rej := r.st.Rejected; rej != nil && rej.Ident.names(d) {
+				if err = m.keepRejected(r, rej); err == nil {
+					return nil
+				}
+			} else {
+				var v version
+				if v, err = m.stageDynamic(ctx, r, d, 0); err == nil {
+					err = r.activate(v, d)
+				}
+				if err == nil {
+					m.evict(r, *d.CachedRevisionsCount)
+					r.set(StateReady, "")
+					m.opts.Changed()
+					m.opts.Log.Info().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Str("destination", r.dest).Msg("dynamic resource in place")
+					return nil
+				}
 			}
-		}
-		if err == nil {
-			m.evict(r, *d.CachedRevisionsCount)
-			r.set(StateReady, "")
-			m.opts.Changed()
-			m.opts.Log.Info().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Str("destination", r.dest).Msg("dynamic resource in place")
-			return nil
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("dynamic resource %q: %w", d.Name, err)
@@ -114,6 +139,25 @@ func (m *Manager) prepareDynamic(ctx context.Context, r *dynamic) error {
 			return fmt.Errorf("dynamic resource %q: %w (last attempt: %v)", d.Name, ctx.Err(), err)
 		}
 	}
+}
+
+// keepRejected leaves the active version in place at start-up when the spec names
+// the rejected one, and says so in status.
+func (m *Manager) keepRejected(r *dynamic, rej *rejected) error {
+	log := m.opts.Log.Warn().Str("dynamic_resource", r.spec.Name).Int64("revision", rej.Ident.Revision).Str("reason", rej.Reason)
+	if r.st.Active == nil {
+		r.set(StateFailed, rej.Reason+"; no earlier version to go back to")
+		m.opts.Changed()
+		log.Msg("this revision was rejected before and there is no other version")
+		return nil
+	}
+	if err := switchLink(r.dest, r.pathOf(*r.st.Active)); err != nil {
+		return err
+	}
+	r.set(StateRolledBack, rej.Reason)
+	m.opts.Changed()
+	log.Int64("active_revision", r.st.Active.Revision).Msg("this revision was rejected before; keeping the active one until the spec names another")
+	return nil
 }
 
 // Reload applies next (SPEC.md §3.6, §6). Static resources whose name, urls,
@@ -215,12 +259,6 @@ func (m *Manager) setStatic(list []*static) {
 	m.opts.Changed()
 }
 
-// switched is a dynamic resource whose destination a reload switched.
-type switched struct {
-	r              *dynamic
-	prev, prevPrev *version
-}
-
 func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []string) {
 	m.mu.Lock()
 	old := m.dynamic
@@ -284,47 +322,31 @@ func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []
 		return nil
 	})
 
-	var done []switched
+	var done []*dynamic
 	for i, r := range work {
 		if versions[i] == nil {
 			continue
 		}
-		sw := switched{r: r, prev: r.st.Active, prevPrev: r.st.Previous}
-		if err := r.activate(*versions[i]); err != nil {
-			r.set(StateFailed, err.Error())
-			m.opts.Log.Error().Str("dynamic_resource", r.spec.Name).Err(err).Msg("switching the destination failed")
+		if err := r.begin(*versions[i], r.spec, r.spec.Verify != nil); err != nil {
+			r.set(StateFailed, "switching the destination failed: "+err.Error())
+			m.opts.Log.Error().Str("dynamic_resource", r.spec.Name).Err(err).Msg("switching the destination failed; the active version stays")
 			continue
 		}
 		m.opts.Log.Info().Str("dynamic_resource", r.spec.Name).Int64("revision", r.spec.Revision).Str("path", versions[i].Path).Msg("destination switched")
-		done = append(done, sw)
+		done = append(done, r)
 	}
+	m.opts.Changed()
 	if len(done) > 0 {
 		m.notify(ctx, next, running, names(done))
-		var rolled []switched
-		for _, sw := range done {
-			r := sw.r
-			if r.spec.Verify == nil {
-				r.set(StateReady, "")
-				continue
+		var back []*dynamic
+		for _, r := range done {
+			if m.settle(ctx, next, r) {
+				back = append(back, r)
 			}
-			target := probes.Target{Env: next.ProcessEnv(nil), Dir: next.Instance.Dir}
-			err := RunPolicy(ctx, r.spec.Verify, target, nil)
-			if err == nil {
-				r.set(StateReady, "")
-				continue
-			}
-			reason := "verify failed: " + err.Error()
-			m.opts.Log.Warn().Str("dynamic_resource", r.spec.Name).Int64("revision", r.spec.Revision).Str("reason", reason).Msg("rolling back")
-			if rerr := r.rollback(sw.prev, sw.prevPrev); rerr != nil {
-				r.set(StateFailed, reason+"; rollback failed: "+rerr.Error())
-				continue
-			}
-			r.set(StateRolledBack, reason)
-			rolled = append(rolled, sw)
 		}
 		m.opts.Changed()
-		if len(rolled) > 0 {
-			m.notify(ctx, next, running, names(rolled))
+		if len(back) > 0 {
+			m.notify(ctx, next, running, names(back))
 		}
 	}
 	for _, r := range work {
@@ -333,10 +355,45 @@ func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []
 	m.opts.Changed()
 }
 
-func names(list []switched) []string {
+// settle runs verify on a switched resource and commits the switch, or goes back
+// to the active version when verify fails or the switch cannot be recorded. It
+// reports whether it went back (the containers are told again).
+func (m *Manager) settle(ctx context.Context, next *spec.Spec, r *dynamic) (wentBack bool) {
+	log := m.opts.Log.With().Str("dynamic_resource", r.spec.Name).Int64("revision", r.spec.Revision).Logger()
+	if r.spec.Verify != nil {
+		target := probes.Target{Env: next.ProcessEnv(nil), Dir: next.Instance.Dir}
+		if err := RunPolicy(ctx, r.spec.Verify, target, nil); err != nil {
+			reason := "verify failed: " + err.Error()
+			if ctx.Err() != nil { // shutting down: the same as a kill during verify
+				reason = fmt.Sprintf("verify of revision %d did not finish (tend stopped)", r.spec.Revision)
+			}
+			log.Warn().Str("reason", reason).Msg("rolling back")
+			if aerr := r.abandon(reason); aerr != nil {
+				r.set(StateFailed, reason+"; rollback failed: "+aerr.Error())
+				return false
+			}
+			r.set(StateRolledBack, reason)
+			return true
+		}
+	}
+	if err := r.commit(); err != nil {
+		reason := "recording the switch failed: " + err.Error()
+		log.Error().Str("reason", reason).Msg("switching back")
+		if aerr := r.abandon(""); aerr != nil {
+			r.set(StateFailed, reason+"; switching back failed: "+aerr.Error())
+			return false
+		}
+		r.set(StateFailed, reason)
+		return true
+	}
+	r.set(StateReady, "")
+	return false
+}
+
+func names(list []*dynamic) []string {
 	var out []string
-	for _, sw := range list {
-		out = append(out, sw.r.spec.Name)
+	for _, r := range list {
+		out = append(out, r.spec.Name)
 	}
 	return out
 }

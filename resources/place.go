@@ -149,6 +149,48 @@ func treeDigest(root string) (string, error) {
 	return "SHA256:" + hex.EncodeToString(sum.Sum(nil)), nil
 }
 
+// isTempName reports whether name is one of the temporary entries tend makes beside
+// a resource: ".NAME.tend-part-N" (a download), ".NAME.tend-stage-N" (an archive
+// being unpacked, or ".NAME.tend-stage-N.old", moved aside by replace) or
+// ".NAME.tend-link-HEX" (a symlink about to replace a destination).
+func isTempName(name string) bool {
+	if !strings.HasPrefix(name, ".") {
+		return false
+	}
+	name = strings.TrimSuffix(name, ".old")
+	for _, kind := range []string{".tend-part-", ".tend-stage-", ".tend-link-"} {
+		i := strings.LastIndex(name, kind)
+		if i < 2 { // ".X" comes first
+			continue
+		}
+		suffix := name[i+len(kind):]
+		digits := "0123456789"
+		if kind == ".tend-link-" {
+			digits += "abcdef"
+		}
+		if suffix != "" && strings.Trim(suffix, digits) == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// removeTemps removes every temporary entry a killed tend left in dir (a partial
+// download stays there for good when the next start wants another name or
+// revision). Only names isTempName accepts are touched.
+func removeTemps(dir string) (removed []string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		if isTempName(e.Name()) && os.RemoveAll(filepath.Join(dir, e.Name())) == nil {
+			removed = append(removed, e.Name())
+		}
+	}
+	return removed
+}
+
 // removeStale removes temporary entries a killed tend left in dir for name.
 func removeStale(dir, name string) {
 	matches, _ := filepath.Glob(filepath.Join(dir, "."+globEscape(name)+".tend-*"))

@@ -34,11 +34,18 @@ type Options struct {
 	ProgressEvery time.Duration
 	ProgressAfter time.Duration
 	// MaxExtractRatio and MinExtractBound bound what an archive may unpack to:
-	// max(MinExtractBound, MaxExtractRatio × archive size) bytes and MaxExtractEntries
-	// entries. Anything beyond is an archive bomb and is rejected.
-	MaxExtractRatio   int64
-	MinExtractBound   int64
-	MaxExtractEntries int
+	// max(MinExtractBound, MaxExtractRatio × archive size) bytes, MaxExtractEntries
+	// entries and MaxExtractNameBytes bytes of entry names and link targets (which
+	// bounds the memory extraction takes). Anything beyond is an archive bomb and is
+	// rejected.
+	MaxExtractRatio     int64
+	MinExtractBound     int64
+	MaxExtractEntries   int
+	MaxExtractNameBytes int64
+	// BadArchiveRetry is the least time before an archive rejected as unsafe is
+	// fetched again while preparing or after a failed re-verification: the same
+	// bytes would be rejected again. A reload does not retry it.
+	BadArchiveRetry time.Duration
 }
 
 // DefaultOptions are the options tend runs with.
@@ -54,11 +61,13 @@ func DefaultOptions() Options {
 			Backoff:   2,
 			MaxJitter: time.Second,
 		},
-		ReloadRounds:      3,
-		ProgressEvery:     5 * time.Second,
-		ProgressAfter:     time.Second,
-		MaxExtractRatio:   100,
-		MinExtractBound:   1 << 30,
-		MaxExtractEntries: 1_000_000,
+		ReloadRounds:        3,
+		ProgressEvery:       5 * time.Second,
+		ProgressAfter:       time.Second,
+		MaxExtractRatio:     100,
+		MinExtractBound:     1 << 30,
+		MaxExtractEntries:   1_000_000,
+		MaxExtractNameBytes: 64 << 20,
+		BadArchiveRetry:     10 * time.Minute,
 	}
 }
