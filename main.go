@@ -40,6 +40,7 @@ func newApp() *cli.App {
 			runCommand(),
 			validateCommand(),
 			renderCommand(),
+			convertCommand(),
 			statusCommand(),
 			controlCommand("restart", "restart a container", true),
 			controlCommand("stop", "stop a container and keep it stopped (target_state removed)", true),
