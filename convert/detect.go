@@ -22,14 +22,11 @@ var tendKeys = map[string]bool{
 
 // Detect names the format of a spec file by its shape (SPEC.md §10): supervisord has
 // [program:NAME] sections; a YAML mapping with workloads is pod_agent, with processes
-// process-compose; a list of objects with "@class" is ISS; lines of `name: command`
-// are a Procfile (so is a file named Procfile, whatever its lines). Anything else is
-// tend's own format, whose loader explains what is wrong with it.
+// process-compose, with a tend field tend's own; a list of objects with "@class" is
+// ISS; lines of `name: command` are a Procfile (so is any other file named Procfile,
+// whatever its lines). Anything else is tend's own format, whose loader explains what
+// is wrong with it.
 func Detect(data []byte, name string) string {
-	base := filepath.Base(name)
-	if base == "Procfile" || strings.HasPrefix(base, "Procfile.") || strings.HasSuffix(base, ".procfile") {
-		return Procfile
-	}
 	if programSectionRe.Match(data) {
 		return Supervisord
 	}
@@ -60,7 +57,8 @@ func Detect(data []byte, name string) string {
 	} else if t := bytes.TrimSpace(data); len(t) > 0 && (t[0] == '[' || t[0] == '{') && bytes.Contains(t, []byte(`"@class"`)) {
 		return ISS // broken JSON: the ISS converter names the line
 	}
-	if looksLikeProcfile(data) {
+	base := filepath.Base(name)
+	if base == "Procfile" || strings.HasPrefix(base, "Procfile.") || strings.HasSuffix(base, ".procfile") || looksLikeProcfile(data) {
 		return Procfile
 	}
 	return Tend
