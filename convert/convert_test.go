@@ -51,7 +51,7 @@ func TestDetect(t *testing.T) {
 	for _, tc := range []struct{ text, name, want string }{
 		{"containers:\n  - {name: a, command: x}\n", "spec.yaml", Tend},
 		{"instance: {name: a}\n", "spec.yaml", Tend},
-		{"- a\n- b\n", "spec.yaml", Tend},                           // tend's loader says what is wrong
+		{"- a\n- b\n", "spec.yaml", Tend},                            // tend's loader says what is wrong
 		{"web: ./server\nworker: ./worker\n", "spec.yaml", Procfile}, // by its lines
 		{"web ./server\n", "Procfile", Procfile},                     // by its name: its converter names the bad line
 		{"web: ./server\nnot a line\n", "spec.yaml", Tend},
