@@ -93,7 +93,8 @@ func loadSpecAs(path string, vars []string, format string, report func(*convert.
 // printWarnings writes the one line naming the format and one line per warning,
 // "FILE:LINE: warning: path: message".
 func printWarnings(w io.Writer, path string, res *convert.Result) {
-	fmt.Fprintf(w, "%s: %s format, converted to a tend spec (%d warnings)\n", path, res.Format, len(res.Warnings))
+	n := len(res.Warnings)
+	fmt.Fprintf(w, "%s: %s format, converted to a tend spec (%d warning%s)\n", path, res.Format, n, map[bool]string{true: "", false: "s"}[n == 1])
 	for _, wr := range res.Warnings {
 		fmt.Fprintf(w, "%s:%d: warning: %s\n", path, wr.Line, wr)
 	}

@@ -106,9 +106,7 @@ func (c *conv) fields(y node) []field {
 				sources = v.Content
 			}
 			for _, s := range sources {
-				for _, f := range c.fields(node{n: resolve(s), path: y.path}) {
-					merged = append(merged, f)
-				}
+				merged = append(merged, c.fields(node{n: resolve(s), path: y.path})...)
 			}
 			continue
 		}
