@@ -5,13 +5,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
 
+// Regular expressions are compiled on first use, not at start-up (tend's launch time).
 var (
-	programSectionRe = regexp.MustCompile(`(?m)^[ \t]*\[program:`)
-	procfileLineRe   = regexp.MustCompile(`^([A-Za-z0-9_-]+):[ \t]*(.*)$`)
+	programSectionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^[ \t]*\[program:`) })
+	procfileLineRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z0-9_-]+):[ \t]*(.*)$`) })
 )
 
 // tendKeys are the top-level fields of a tend spec.
@@ -27,7 +29,10 @@ var tendKeys = map[string]bool{
 // whatever its lines). Anything else is tend's own format, whose loader explains what
 // is wrong with it.
 func Detect(data []byte, name string) string {
-	if programSectionRe.Match(data) {
+	if f := topLevelKeys(data); f != "" {
+		return f
+	}
+	if programSectionRe().Match(data) {
 		return Supervisord
 	}
 	var doc yaml.Node
@@ -44,8 +49,8 @@ func Detect(data []byte, name string) string {
 			if hasKey(root, "processes") {
 				return ProcessCompose
 			}
-			for i := 0; i < len(root.Content); i += 2 {
-				if tendKeys[root.Content[i].Value] {
+			for i := 0; i+1 < len(root.Content); i += 2 {
+				if v := root.Content[i+1]; tendKeys[root.Content[i].Value] && (v.Kind != yaml.ScalarNode || v.ShortTag() == "!!null") {
 					return Tend
 				}
 			}
@@ -82,11 +87,37 @@ func looksLikeProcfile(data []byte) bool {
 		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		m := procfileLineRe.FindStringSubmatch(line)
+		m := procfileLineRe().FindStringSubmatch(line)
 		if m == nil || strings.TrimSpace(m[2]) == "" {
 			return false
 		}
 		n++
 	}
 	return n > 0
+}
+
+// topLevelKeys tells a YAML file's format by its unindented `key:` lines, without
+// parsing it: tend's own specs are told at once. "" when they do not decide.
+func topLevelKeys(data []byte) string {
+	format := ""
+	for line := range bytes.Lines(data) {
+		if len(line) == 0 || line[0] == ' ' || line[0] == '\t' || line[0] == '#' || line[0] == '-' || line[0] == '[' {
+			continue
+		}
+		key, rest, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		// A tend field holds a block, a flow collection or an anchor, never a command
+		// line (`env: printenv` is a Procfile's).
+		rest = bytes.TrimSpace(rest)
+		block := len(rest) == 0 || bytes.IndexByte([]byte("[{#&*!|>"), rest[0]) >= 0
+		switch k := string(key); {
+		case k == "workloads", k == "processes", k == "@class", k == `"@class"`:
+			return "" // the parse decides
+		case tendKeys[k] && block:
+			format = Tend
+		}
+	}
+	return format
 }

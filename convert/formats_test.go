@@ -118,6 +118,19 @@ func TestProcessComposeMapping(t *testing.T) {
 	}
 }
 
+// YAML anchors and merge keys, common in process-compose files, are followed.
+func TestProcessComposeMergeKeys(t *testing.T) {
+	yml := "x-common: &common\n  availability: {restart: always}\n  environment: [\"A=1\"]\nprocesses:\n  a:\n    <<: *common\n    command: x\n    environment: [\"B=2\"]\n"
+	res := mustConvert(t, []byte(yml), "pc.yaml", Auto)
+	a := res.Spec.Containers[0]
+	if a.RestartPolicy.Mode != spec.ModeAlways || !reflect.DeepEqual(a.Env, []spec.EnvVar{{Name: "B", Value: "2"}}) {
+		t.Errorf("merged %+v %+v: want restart from the anchor, environment of the process", a.RestartPolicy, a.Env)
+	}
+	if !strings.Contains(warningText(res), "x-common: unknown field (ignored)") {
+		t.Errorf("warnings:\n%s", warningText(res))
+	}
+}
+
 func warningText(res *Result) string {
 	var b strings.Builder
 	for _, w := range res.Warnings {

@@ -1,10 +1,14 @@
 package convert
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -29,9 +33,9 @@ var issHooks = map[string]string{
 }
 
 var (
-	md5HexRe  = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
-	varCharRe = regexp.MustCompile(`[^A-Za-z0-9_]`)
-	slotRe    = regexp.MustCompile(`^([0-9]{1,5})@`)
+	md5HexRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-fA-F]{32}$`) })
+	varCharRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_]`) })
+	slotRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{1,5})@`) })
 )
 
 // issTimeLimitKeys maps ISS timeLimits keys to tend's time_limit names.
@@ -46,6 +50,7 @@ var issTimeLimitKeys = map[string]string{
 func iss(data []byte, c *conv) {
 	root, ok := parseYAML(data, c)
 	if !ok {
+		jsonErrorLine(data, c)
 		return
 	}
 	conf := root
@@ -81,7 +86,7 @@ func iss(data []byte, c *conv) {
 			if v, ok := c.str(f.val); ok {
 				c.s.Instance.Name = v
 				c.from("instance.name", src)
-				if m := slotRe.FindStringSubmatch(v); m != nil {
+				if m := slotRe().FindStringSubmatch(v); m != nil {
 					port, _ := strconv.Atoi(m[1])
 					if port >= 1 && port <= 65535 {
 						c.s.Instance.Port = ptr(port)
@@ -136,7 +141,7 @@ func (c *conv) issProperties(y node) {
 		if !ok {
 			continue
 		}
-		name := varCharRe.ReplaceAllString(f.key, "_")
+		name := varCharRe().ReplaceAllString(f.key, "_")
 		if name == "" || (name[0] >= '0' && name[0] <= '9') {
 			name = "_" + name
 		}
@@ -232,7 +237,7 @@ func (c *conv) issResourceFields(y node, path string, urls *[]string, checksum, 
 					if !ok {
 						continue
 					}
-					if md5HexRe.MatchString(v) {
+					if md5HexRe().MatchString(v) {
 						*checksum = "MD5:" + v
 						c.approx(path+".checksum", g.val.src(), "a bare hex digest of 32 characters is MD5")
 					} else {
@@ -367,5 +372,31 @@ func (c *conv) issStartLimits(y node, ct *spec.Container, path string) {
 		default:
 			c.unknown(path, src)
 		}
+	}
+}
+
+// jsonErrorLine points a syntax error at the line encoding/json finds it on: go-yaml
+// names the line where the enclosing {...} began, and ISS files are JSON (trailing
+// commas, which YAML accepts, aside).
+func jsonErrorLine(data []byte, c *conv) {
+	// Trailing commas become blanks (offsets stay): JSON would stop at the first.
+	lenient := bytes.Clone(data)
+	for i, b := range lenient {
+		if b != ',' {
+			continue
+		}
+		j := i + 1
+		for j < len(lenient) && (lenient[j] == ' ' || lenient[j] == '\t' || lenient[j] == '\n' || lenient[j] == '\r') {
+			j++
+		}
+		if j < len(lenient) && (lenient[j] == '}' || lenient[j] == ']') {
+			lenient[i] = ' '
+		}
+	}
+	var v any
+	var se *json.SyntaxError
+	if err := json.Unmarshal(lenient, &v); errors.As(err, &se) && len(c.errs) == 1 {
+		c.errs[0].Line = 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+		c.errs[0].Msg = se.Error()
 	}
 }

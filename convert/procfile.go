@@ -23,7 +23,7 @@ func procfile(data []byte, c *conv) {
 		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		m := procfileLineRe.FindStringSubmatch(line)
+		m := procfileLineRe().FindStringSubmatch(line)
 		if m == nil || strings.TrimSpace(m[2]) == "" {
 			c.errorf(Source{Path: fmt.Sprintf("line %d", n), Line: n}, "want `name: command`, got %q", line)
 			continue

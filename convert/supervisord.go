@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tend-sh/tend/spec"
 )
@@ -19,7 +20,7 @@ const (
 	svStopWaitSec = 10
 )
 
-var svExpansionRe = regexp.MustCompile(`%%|%\(([A-Za-z0-9_]+)\)([-#0 +]*[0-9]*)([sd])`)
+var svExpansionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`%%|%\(([A-Za-z0-9_]+)\)([-#0 +]*[0-9]*)([sd])`) })
 
 // supervisord converts a supervisord.conf: each [program:NAME] section is a container
 // (numprocs of them), started in the order of priority.
@@ -383,7 +384,7 @@ func (x svExpander) plain(v string, src Source, path string) string {
 func (x svExpander) expand(v string, src Source, path string, tendVar func(string) (string, bool)) string {
 	var b strings.Builder
 	last := 0
-	for _, m := range svExpansionRe.FindAllStringSubmatchIndex(v, -1) {
+	for _, m := range svExpansionRe().FindAllStringSubmatchIndex(v, -1) {
 		b.WriteString(literal(v[last:m[0]]))
 		last = m[1]
 		if v[m[0]:m[1]] == "%%" {

@@ -27,7 +27,10 @@ func parseYAML(data []byte, c *conv) (node, bool) {
 		if errors.Is(err, io.EOF) {
 			c.errorf(Source{Line: 1}, "no YAML document")
 		} else {
-			c.errorf(Source{Line: yamlErrorLine(err)}, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+			line := yamlErrorLine(err)
+			msg := strings.TrimPrefix(err.Error(), "yaml: ")
+			msg = strings.TrimPrefix(msg, fmt.Sprintf("line %d: ", line))
+			c.errorf(Source{Line: line}, "%s", strings.ReplaceAll(msg, "\n", "; "))
 		}
 		return node{}, false
 	}
