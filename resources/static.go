@@ -94,8 +94,8 @@ func (r *static) markerPath() string {
 	return filepath.Join(r.dir, "."+r.spec.Name+".tend.json")
 }
 
-// sameStatic reports whether a reload leaves a resource alone: same name, urls, executable,
-// checksum and extract (check_period may change without a fetch).
+// sameStatic reports whether a reload leaves a resource alone: same name, urls,
+// checksum, extract and executable (check_period may change without a fetch).
 func sameStatic(a, b spec.Resource) bool {
 	return a.Name == b.Name && slices.Equal(a.URLs, b.URLs) && a.Checksum == b.Checksum && a.Extract == b.Extract && a.Executable == b.Executable
 }
