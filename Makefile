@@ -40,10 +40,11 @@ e2e: build demo
 run: build
 	$(BIN) run examples/hello.yaml
 
-# Everything CI runs: vet, every example validates, the whole suite under the race detector.
+# Everything CI runs: vet, every example validates (examples/foreign/* in their own formats), the whole suite under the race detector.
 test: build
 	$(GO) vet ./...
 	@for f in examples/*.yaml; do $(BIN) validate $$f >/dev/null || { echo "example $$f does not validate"; $(BIN) validate $$f; exit 1; }; done
+	@for f in examples/foreign/*; do [ -f $$f ] || continue; $(BIN) validate $$f >/dev/null 2>&1 || { echo "example $$f does not validate"; $(BIN) validate $$f; exit 1; }; done
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 lint:

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/tend-sh/tend/convert"
 	"github.com/tend-sh/tend/internal/footprint"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/supervisor"
@@ -46,6 +47,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-level", Usage: "debug|info|warn|error", Value: "info", EnvVars: []string{"TEND_LOG_LEVEL"}},
 			varFlag,
 			&cli.BoolFlag{Name: "watch", Usage: "reload when the spec file's content changes", EnvVars: []string{"TEND_WATCH"}},
+			formatFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if _, err := specArg(c); err != nil {
@@ -57,14 +59,14 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return fail(2, "run: %v", err)
 			}
-			path, vars := c.Args().First(), c.StringSlice("var")
-			s, err := loadSpec(path, vars)
+			path, vars, format := c.Args().First(), c.StringSlice("var"), c.String("format")
+			s, err := loadSpecAs(path, vars, format, logWarnings(log, path))
 			if err != nil {
 				return specFailure(path, err)
 			}
 			footprint.SettleAfterStartup()
 			sv := supervisor.New(s, supervisor.Options{
-				Load:           func() (*spec.Spec, error) { return loadSpec(path, vars) },
+				Load:           func() (*spec.Spec, error) { return loadSpecAs(path, vars, format, logWarnings(log, path)) },
 				Listen:         c.StringSlice("listen"),
 				APITokenFile:   c.String("api-token-file"),
 				ReportURL:      c.String("report-url"),
@@ -93,6 +95,16 @@ func watchPath(watch bool, path string) string {
 		return ""
 	}
 	return path
+}
+
+// logWarnings logs the format of a converted spec and each of its warnings.
+func logWarnings(log zerolog.Logger, path string) func(*convert.Result) {
+	return func(res *convert.Result) {
+		log.Info().Str("spec", path).Str("format", res.Format).Int("warnings", len(res.Warnings)).Msg("spec converted from " + res.Format)
+		for _, w := range res.Warnings {
+			log.Warn().Str("spec", path).Int("line", w.Line).Msg(w.String())
+		}
+	}
 }
 
 // newLogger builds tend's own logger: console on a terminal, JSON otherwise.

@@ -18,13 +18,13 @@ func validateCommand() *cli.Command {
 		Name:      "validate",
 		Usage:     "check a spec and print every error with its field path",
 		ArgsUsage: "SPEC",
-		Flags:     []cli.Flag{varFlag},
+		Flags:     []cli.Flag{varFlag, formatFlag},
 		Action: func(c *cli.Context) error {
 			path, err := specArg(c)
 			if err != nil {
 				return err
 			}
-			if _, err := loadSpec(path, c.StringSlice("var")); err != nil {
+			if _, err := loadSpecAs(path, c.StringSlice("var"), c.String("format"), stderrWarnings(path)); err != nil {
 				return specFailure(path, err)
 			}
 			fmt.Printf("%s: ok\n", path)
@@ -41,6 +41,7 @@ func renderCommand() *cli.Command {
 		ArgsUsage: "SPEC",
 		Flags: []cli.Flag{
 			varFlag,
+			formatFlag,
 			&cli.BoolFlag{Name: "grace", Usage: "print only the shutdown grace period in whole seconds"},
 		},
 		Action: func(c *cli.Context) error {
@@ -48,7 +49,7 @@ func renderCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			s, err := loadSpec(path, c.StringSlice("var"))
+			s, err := loadSpecAs(path, c.StringSlice("var"), c.String("format"), stderrWarnings(path))
 			if err != nil {
 				return specFailure(path, err)
 			}
@@ -74,23 +75,23 @@ func specArg(c *cli.Context) (string, error) {
 	return c.Args().First(), extraArgs(c, 1)
 }
 
-// loadSpec loads a spec the way every command does: tend's environment, the hostname,
-// the cgroup limits and the --var NAME=VALUE list. run uses it for start and reload.
-func loadSpec(path string, vars []string) (*spec.Spec, error) {
+// loadOptions are the spec.Options of every command: tend's environment, the
+// hostname, the cgroup limits and the --var NAME=VALUE list.
+func loadOptions(vars []string) (spec.Options, error) {
 	opts := spec.Options{Environ: os.Environ(), Limits: cgroup.Limits(), Vars: map[string]string{}}
 	for _, v := range vars {
 		name, value, ok := strings.Cut(v, "=")
 		if !ok || name == "" {
-			return nil, fmt.Errorf("--var %q: want NAME=VALUE", v)
+			return opts, fmt.Errorf("--var %q: want NAME=VALUE", v)
 		}
 		opts.Vars[name] = value
 	}
 	host, err := os.Hostname()
 	if err != nil {
-		return nil, fmt.Errorf("hostname: %w", err)
+		return opts, fmt.Errorf("hostname: %w", err)
 	}
 	opts.Hostname = host
-	return spec.Load(path, opts)
+	return opts, nil
 }
 
 // specFailure prints every field error of a spec to stderr, one "SPEC:LINE: path: message"

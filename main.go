@@ -78,6 +78,7 @@ func newApp() *cli.App {
 			runCommand(),
 			validateCommand(),
 			renderCommand(),
+			convertCommand(),
 			statusCommand(),
 			controlCommand("restart", "restart containers", true),
 			controlCommand("stop", "stop containers and keep them stopped (target_state removed)", true),

@@ -95,9 +95,9 @@ func (r *static) markerPath() string {
 }
 
 // sameStatic reports whether a reload leaves a resource alone: same name, urls,
-// checksum and extract (check_period may change without a fetch).
+// checksum, extract and executable (check_period may change without a fetch).
 func sameStatic(a, b spec.Resource) bool {
-	return a.Name == b.Name && slices.Equal(a.URLs, b.URLs) && a.Checksum == b.Checksum && a.Extract == b.Extract
+	return a.Name == b.Name && slices.Equal(a.URLs, b.URLs) && a.Checksum == b.Checksum && a.Extract == b.Extract && a.Executable == b.Executable
 }
 
 // set changes the state. It also ends staging: the staged file is in place or gone
@@ -243,6 +243,14 @@ func (m *Manager) unpack(name, archive, dir, pattern string) (string, string, er
 
 // commitStatic puts a staged resource in place and records it in its marker.
 func (m *Manager) commitStatic(r *static, staged string) error {
+	if err := r.makeExecutable(staged); err != nil {
+		if staged != "" {
+			os.RemoveAll(staged)
+		}
+		r.set(StateFailed, false, err.Error())
+		m.opts.Changed()
+		return fmt.Errorf("resource %q: %w", r.spec.Name, err)
+	}
 	if staged != "" {
 		if err := replace(staged, r.path); err != nil {
 			os.RemoveAll(staged)
@@ -261,6 +269,18 @@ func (m *Manager) commitStatic(r *static, staged string) error {
 		m.opts.Log.Info().Str("resource", r.spec.Name).Str("path", r.path).Msg("resource in place")
 	}
 	return nil
+}
+
+// makeExecutable gives an `executable: true` file mode 0755 (spec/executable.go):
+// the staged file before it is put in place, or the file already there.
+func (r *static) makeExecutable(staged string) error {
+	if !r.spec.Executable || r.spec.Extract {
+		return nil
+	}
+	if staged == "" {
+		staged = r.path
+	}
+	return os.Chmod(staged, 0o755)
 }
 
 // verify re-hashes what is in place.

@@ -40,6 +40,36 @@ func Load(path string, opts Options) (*Spec, error) {
 	return loadData(data, path, filepath.Dir(abs), opts)
 }
 
+// ReadFile reads a spec file as Load does, refusing what cannot be a spec (see
+// readSpecFile and checkText); the error names the file. The convert package reads
+// through it before it tells the format.
+func ReadFile(path string) ([]byte, error) {
+	data, err := readSpecFile(path)
+	if err == nil {
+		err = checkText(data)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return data, nil
+}
+
+// LoadDocument is Load for a file already read by ReadFile: doc is the tend spec to
+// load (file itself, or what another format was converted into), file the file's
+// bytes (they name the Revision). Errors name path.
+func LoadDocument(path string, file, doc []byte, opts Options) (*Spec, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s, err := loadData(doc, path, filepath.Dir(abs), opts)
+	if err != nil {
+		return nil, err
+	}
+	s.digest = sha256.Sum256(file)
+	return s, nil
+}
+
 // loadData is Load after reading: data is the file's content, specDir its absolute
 // directory.
 func loadData(data []byte, path, specDir string, opts Options) (*Spec, error) {
@@ -66,6 +96,7 @@ func resolve(s *Spec, opts Options, specDir string, c *collector) {
 	applyDefaults(s, opts.Hostname, specDir)
 	vars := newVariables(s, opts.Hostname, opts.Vars, c)
 	(&checker{c: c, vars: vars, s: s}).check()
+	checkExecutable(s, c)
 	s.vars = vars.all()
 
 	e := newEnvList()

@@ -268,6 +268,7 @@ type Resource struct {
 	Checksum    string   `yaml:"checksum,omitempty" json:"checksum,omitempty"`
 	CheckPeriod string   `yaml:"check_period,omitempty" json:"check_period,omitempty"`
 	Extract     bool     `yaml:"extract,omitempty" json:"extract,omitempty"`
+	Executable  bool     `yaml:"executable,omitempty" json:"executable,omitempty"` // see executable.go
 }
 
 // DynamicResource is a DRU resource with revisions kept in StorageDir (SPEC.md §6).

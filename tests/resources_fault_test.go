@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -156,43 +155,13 @@ func testStoppedDuringVerify(t *testing.T, sig syscall.Signal) {
 	termAndWait(t, second, 10*time.Second)
 }
 
-// mountTmpfs mounts a small tmpfs at a new directory, or skips the test.
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root): %v", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
-	return dir
-}
-
-// fill writes to path until the filesystem is full.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			return
-		}
-	}
-}
-
 // A full disk while switching a dynamic resource leaves the symlink, the state file
 // and status agreeing on the version that was active, whether the state cannot be
 // written before the switch or after verify.
 func TestResourceDynamicDiskFullDuringSwitch(t *testing.T) {
 	srv := newFileServer(t, map[string]string{"/v1": "v1", "/v2": "v2"})
 	shared := t.TempDir()
-	storage := mountTmpfs(t, "256k")
+	storage := mountTmpfs(t, 256<<10)
 	spec := func(rev int, path, verify string) string {
 		return strings.Replace(dynSpec(srv, shared, rev, path, verify), shared+"/store", storage, 1)
 	}

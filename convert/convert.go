@@ -1,0 +1,213 @@
+// Package convert turns spec files of other supervisors (pod_agent, ISS,
+// process-compose, supervisord, Procfile) into tend specs, one file per format. Each
+// converter is a pure function from the file's bytes to a tend spec document plus
+// warnings with positions in the original; package spec still does all validation.
+package convert
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/tend-sh/tend/spec"
+)
+
+// Format names, as --format and --from take them.
+const (
+	Auto           = "auto"
+	Tend           = "tend"
+	PodAgent       = "pod_agent"
+	ISS            = "iss"
+	ProcessCompose = "process-compose"
+	Supervisord    = "supervisord"
+	Procfile       = "procfile"
+)
+
+// Formats lists every format name --format accepts, auto first.
+var Formats = []string{Auto, Tend, PodAgent, ISS, ProcessCompose, Supervisord, Procfile}
+
+// converters maps each foreign format to its converter: data is the whole file.
+var converters = map[string]func(data []byte, c *conv){
+	PodAgent:       podAgent,
+	ISS:            iss,
+	ProcessCompose: processCompose,
+	Supervisord:    supervisord,
+	Procfile:       procfile,
+}
+
+// Source is a place in the original file: the field's path in that format's own
+// terms (workloads[0].box_ref, [program:web].command) and its line, counted from 1.
+type Source struct {
+	Path string
+	Line int
+}
+
+// Warning is something the conversion dropped or approximated.
+type Warning struct {
+	Source
+	Msg string
+}
+
+func (w Warning) String() string { return w.Path + ": " + w.Msg }
+
+// Result is a converted spec.
+type Result struct {
+	Format   string
+	Spec     *spec.Spec // the document as converted: no defaults applied, not validated
+	Warnings []Warning  // in the order of the original file
+
+	sources  map[string]Source   // tend field path -> where it came from
+	comments map[string][]string // tend field path -> comment lines above it
+	mapped   map[string]bool     // original paths that were mapped to a tend field
+}
+
+// Error is input a converter cannot read: a syntax error or a structure it cannot
+// map (a list where a mapping belongs). It names the line.
+type Error struct {
+	Format string
+	Errs   []Warning // Path may be "" for the file as a whole
+}
+
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Errs))
+	for i, w := range e.Errs {
+		lines[i] = w.String()
+		if w.Path == "" {
+			lines[i] = w.Msg
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Convert converts data, the content of a spec file, from format (Auto: detected by
+// its shape, see Detect; name is the file's name, a hint for Procfiles). A tend spec
+// comes back with Spec nil. Input the converter cannot read is an *Error.
+func Convert(data []byte, name, format string) (*Result, error) {
+	if format == Auto || format == "" {
+		format = Detect(data, name)
+	}
+	if format == Tend {
+		return &Result{Format: Tend}, nil
+	}
+	f, ok := converters[format]
+	if !ok {
+		return nil, fmt.Errorf("unknown format %q (want one of %s)", format, strings.Join(Formats, ", "))
+	}
+	c := &conv{
+		s:        &spec.Spec{},
+		sources:  map[string]Source{},
+		comments: map[string][]string{},
+		mapped:   map[string]bool{},
+	}
+	f(data, c)
+	if len(c.errs) > 0 {
+		sort.SliceStable(c.errs, func(i, j int) bool { return c.errs[i].Line < c.errs[j].Line })
+		return nil, &Error{Format: format, Errs: c.errs}
+	}
+	sort.SliceStable(c.warnings, func(i, j int) bool { return c.warnings[i].Line < c.warnings[j].Line })
+	return &Result{Format: format, Spec: c.s, Warnings: c.warnings, sources: c.sources, comments: c.comments, mapped: c.mapped}, nil
+}
+
+// conv is the state of one conversion: the tend spec being built, and what each of
+// its fields came from. Converters call its methods for every field of the input,
+// so that nothing is dropped silently: a field is mapped (from, approx) or warned
+// about (drop, notYet, unknown).
+type conv struct {
+	s        *spec.Spec
+	warnings []Warning
+	errs     []Warning
+	sources  map[string]Source
+	comments map[string][]string
+	mapped   map[string]bool
+}
+
+// from records that the tend field at path came from src.
+func (c *conv) from(path string, src Source) {
+	if _, ok := c.sources[path]; !ok {
+		c.sources[path] = src
+	}
+	c.mapped[src.Path] = true
+}
+
+// approx maps src to the tend field at path and says how it differs: a warning and a
+// comment above the field.
+func (c *conv) approx(path string, src Source, format string, args ...any) {
+	c.from(path, src)
+	c.warn(path, src, fmt.Sprintf(format, args...))
+}
+
+// drop warns that src has no place in tend; the comment goes above near (the tend
+// field it would have belonged to, e.g. the container).
+func (c *conv) drop(near string, src Source, why string) {
+	c.warn(near, src, "dropped ("+why+")")
+}
+
+// notYet warns about a field whose tend counterpart does not exist yet. Each call
+// site is where that field gets mapped once tend has it.
+func (c *conv) notYet(near string, src Source) {
+	c.warn(near, src, "not supported yet (ignored)")
+}
+
+// unknown warns about a field the converter does not know.
+func (c *conv) unknown(near string, src Source) {
+	c.warn(near, src, "unknown field (ignored)")
+}
+
+// warn records a warning once (numprocs copies of a program say it once) and a
+// comment above near.
+func (c *conv) warn(near string, src Source, msg string) {
+	w := Warning{Source: src, Msg: msg}
+	if !slices.Contains(c.warnings, w) {
+		c.warnings = append(c.warnings, w)
+	}
+	c.note(near, src.Path+": "+msg)
+}
+
+// note adds a comment above the tend field at path without a warning.
+func (c *conv) note(path, text string) {
+	c.comments[path] = append(c.comments[path], text)
+}
+
+// errorf records input that cannot be converted.
+func (c *conv) errorf(src Source, format string, args ...any) {
+	c.errs = append(c.errs, Warning{Source: src, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Mapped tells whether the original field at path was mapped to a tend field.
+func (r *Result) Mapped(path string) bool { return r.mapped[path] }
+
+// sourceOf is where the tend field at path, or its nearest parent, came from.
+func (r *Result) sourceOf(path string) (Source, bool) {
+	for p := path; p != ""; p = parentPath(p) {
+		if src, ok := r.sources[p]; ok {
+			return src, true
+		}
+	}
+	return Source{}, false
+}
+
+// parentPath strips the last segment of a path: a.b[2].c -> a.b[2] -> a.b -> a -> "".
+func parentPath(path string) string {
+	i := strings.LastIndexAny(path, ".[")
+	if i < 0 {
+		return ""
+	}
+	return path[:i]
+}
+
+// containerPath is the tend path of containers[i].
+func containerPath(i int) string { return fmt.Sprintf("containers[%d]", i) }
+
+// braces escapes { and } for tend's {VAR} substitution: the formats converted here
+// have no such substitution, so their braces are literal.
+var braces = strings.NewReplacer("{", "{{", "}", "}}")
+
+func literal(s string) string { return braces.Replace(s) }
+
+// shell is a command run through a shell, as process-compose and foreman do.
+func shell(sh, arg, cmd string) spec.Command {
+	return spec.Command{List: []string{literal(sh), literal(arg), literal(cmd)}, IsList: true}
+}
+
+func ptr[T any](v T) *T { return &v }

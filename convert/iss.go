@@ -1,0 +1,402 @@
+package convert
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tend-sh/tend/spec"
+)
+
+// ISS classes (seed 000).
+const (
+	issInstance        = "ru.yandex.iss.Instance"
+	issJob             = "ru.yandex.iss.Job"
+	issResource        = "ru.yandex.iss.Resource"
+	issDynamicResource = "ru.yandex.iss.DynamicResource"
+	issHookStart       = "iss_hook_start"
+)
+
+// issHooks are the hooks tend runs, and where each goes.
+var issHooks = map[string]string{
+	issHookStart:      "the command of container " + issHookStart,
+	"iss_hook_stop":   "its stop_policy exec",
+	"iss_hook_status": "its liveness_probe exec",
+	"iss_hook_notify": "its notify_actions exec",
+}
+
+var (
+	md5HexRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-fA-F]{32}$`) })
+	varCharRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_]`) })
+	slotRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{1,5})@`) })
+)
+
+// issTimeLimitKeys maps ISS timeLimits keys to tend's time_limit names.
+var issTimeLimitKeys = map[string]string{
+	"initialDelayMs": "initial_delay_ms", "minRestartPeriodMs": "min_restart_period_ms",
+	"maxRestartPeriodMs": "max_restart_period_ms", "restartPeriodScaleMs": "restart_period_scale_ms",
+	"restartPeriodBackoff": "restart_period_back_off", "maxExecutionTimeMs": "max_execution_time_ms",
+}
+
+// iss converts an ISS instance configuration (seed 000): a JSON list of objects
+// with "@class". tend runs one instance: the first.
+func iss(data []byte, c *conv) {
+	root, ok := parseYAML(data, c)
+	if !ok {
+		jsonErrorLine(data, c)
+		return
+	}
+	conf := root
+	if root.n.Kind == yaml.SequenceNode {
+		list := c.items(root)
+		if len(list) == 0 {
+			c.errorf(root.src(), "no configuration in the list")
+			return
+		}
+		conf = list[0]
+		for _, extra := range list[1:] {
+			c.drop("", extra.src(), "tend runs one instance: the first configuration of the list")
+		}
+	}
+	fields := c.fields(conf)
+	if len(c.errs) > 0 {
+		return
+	}
+	// The container and its hooks first: timeLimits and resources refer to them.
+	var resources, timeLimits *field
+	for i, f := range fields {
+		src := f.val.src()
+		switch f.key {
+		case "@class":
+			v, _ := c.str(f.val)
+			switch v {
+			case issInstance, issJob:
+				c.from("", src)
+			default:
+				c.errorf(src, "%q is not an applicable configuration (tend runs %s and %s; topologies and fillers must be applied first)", v, issInstance, issJob)
+			}
+		case "slot":
+			if v, ok := c.str(f.val); ok {
+				c.s.Instance.Name = v
+				c.from("instance.name", src)
+				if m := slotRe().FindStringSubmatch(v); m != nil {
+					port, _ := strconv.Atoi(m[1])
+					if port >= 1 && port <= 65535 {
+						c.s.Instance.Port = ptr(port)
+						c.note("instance.port", "the port of slot "+v)
+						c.sources["instance.port"] = src
+					}
+				}
+			}
+		case "configurationId":
+			c.drop("", src, "informational; tend names a spec by its revision")
+		case "container":
+			c.drop("", src, "Porto container constraints are not supported; tend reports its cgroup's limits in CPU_LIMIT and MEM_LIMIT")
+		case "properties":
+			c.issProperties(f.val)
+		case "resources":
+			resources = &fields[i]
+		case "timeLimits":
+			timeLimits = &fields[i]
+		default:
+			c.unknown("", src)
+		}
+	}
+	class := ""
+	for _, f := range fields {
+		if f.key == "@class" {
+			class = f.val.n.Value
+		}
+	}
+	if resources == nil {
+		c.errorf(conf.src(), "resources: missing (an ISS configuration needs at least the %s resource)", issHookStart)
+		return
+	}
+	hooks := c.issResources(resources.val)
+	if len(c.errs) > 0 {
+		return
+	}
+	start, ok := hooks[issHookStart]
+	if !ok {
+		c.errorf(resources.val.src(), "resources: no %s resource: nothing to run", issHookStart)
+		return
+	}
+	c.issContainer(class, start, hooks)
+	if timeLimits != nil {
+		c.issTimeLimits(timeLimits.val, hooks)
+	}
+}
+
+// issProperties become instance.vars; names tend cannot substitute get _ instead.
+func (c *conv) issProperties(y node) {
+	for _, f := range c.fields(y) {
+		v, ok := c.str(f.val)
+		if !ok {
+			continue
+		}
+		name := varCharRe().ReplaceAllString(f.key, "_")
+		if name == "" || (name[0] >= '0' && name[0] <= '9') {
+			name = "_" + name
+		}
+		if c.s.Instance.Vars == nil {
+			c.s.Instance.Vars = map[string]string{}
+		}
+		path := "instance.vars." + name
+		if _, dup := c.s.Instance.Vars[name]; dup {
+			c.drop("instance.vars", f.val.src(), "its variable name "+name+" is taken by another property")
+			continue
+		}
+		c.s.Instance.Vars[name] = v
+		if name != f.key {
+			c.approx(path, f.val.src(), "renamed to %s: a variable name has only letters, digits and _", name)
+		} else {
+			c.from(path, f.val.src())
+		}
+	}
+}
+
+// issResources converts the resources mapping; it returns the source of every hook
+// resource by name.
+func (c *conv) issResources(y node) map[string]Source {
+	hooks := map[string]Source{}
+	for _, f := range c.fields(y) {
+		name, src := f.key, f.val.src()
+		class := ""
+		for _, g := range c.fields(f.val) {
+			if g.key == "@class" {
+				class, _ = c.str(g.val)
+			}
+		}
+		switch class {
+		case issResource:
+			i := len(c.s.Resources)
+			path := fmt.Sprintf("resources[%d]", i)
+			r := spec.Resource{Name: name}
+			c.from(path, src)
+			c.from(path+".name", Source{Path: f.val.path, Line: src.Line})
+			if strings.HasPrefix(name, "iss_hook_") {
+				r.Executable = true
+				where, runs := issHooks[name]
+				if runs {
+					hooks[name] = src
+					c.approx(path+".executable", src, "an ISS hook is a downloaded program: tend makes it executable (mode 0755) and runs it as %s", where)
+				} else {
+					c.approx(path+".executable", src, "tend fetches this hook and makes it executable but does not run it")
+				}
+			}
+			c.issResourceFields(f.val, path, &r.URLs, &r.Checksum, &r.CheckPeriod)
+			c.s.Resources = append(c.s.Resources, r)
+		case issDynamicResource:
+			i := len(c.s.DynamicResources)
+			path := fmt.Sprintf("dynamic_resources[%d]", i)
+			d := spec.DynamicResource{Name: name, Destination: name, StorageDir: "." + name + ".versions"}
+			c.from(path, src)
+			c.from(path+".name", Source{Path: f.val.path, Line: src.Line})
+			c.note(path+".storage_dir", "ISS keeps versions of its own; tend keeps them here, beside the destination")
+			c.note(path+".revision", "a change of urls is a new version")
+			var period string
+			c.issResourceFields(f.val, path, &d.URLs, &d.Checksum, &period)
+			c.s.DynamicResources = append(c.s.DynamicResources, d)
+		case "":
+			c.errorf(src, "a resource needs \"@class\": %q or %q", issResource, issDynamicResource)
+		default:
+			c.errorf(src, "unknown resource class %q (want %q or %q)", class, issResource, issDynamicResource)
+		}
+	}
+	return hooks
+}
+
+// issResourceFields converts the fields of one resource. A dynamic resource passes a
+// check period nobody reads: it has none in tend.
+func (c *conv) issResourceFields(y node, path string, urls *[]string, checksum, period *string) {
+	dynamic := strings.HasPrefix(path, "dynamic_")
+	for _, f := range c.fields(y) {
+		src := f.val.src()
+		switch f.key {
+		case "@class":
+			c.mapped[f.val.path] = true
+		case "urls":
+			for _, u := range c.items(f.val) {
+				if v, ok := c.str(u); ok {
+					*urls = append(*urls, v)
+				}
+			}
+			c.from(path+".urls", src)
+		case "verification":
+			for _, g := range c.fields(f.val) {
+				switch g.key {
+				case "checksum":
+					v, ok := c.str(g.val)
+					if !ok {
+						continue
+					}
+					if md5HexRe().MatchString(v) {
+						*checksum = "MD5:" + v
+						c.approx(path+".checksum", g.val.src(), "a bare hex digest of 32 characters is MD5")
+					} else {
+						*checksum = v
+						c.from(path+".checksum", g.val.src())
+					}
+				case "checkPeriod":
+					v, ok := c.str(g.val)
+					if !ok {
+						continue
+					}
+					if dynamic {
+						c.drop(path, g.val.src(), "tend re-verifies dynamic resources only by their verify action")
+						continue
+					}
+					*period = v
+					c.from(path+".check_period", g.val.src())
+				default:
+					c.unknown(path, g.val.src())
+				}
+			}
+		case "uuid":
+			c.drop(path, src, "tend knows a resource by its checksum")
+		case "cached":
+			c.drop(path, src, "tend keeps a static resource until the spec no longer has it, and cached_revisions_count versions of a dynamic one")
+		case "size":
+			c.drop(path, src, "tend reserves no disk space")
+		default:
+			c.unknown(path, src)
+		}
+	}
+}
+
+// issContainer is the iss_hook_start container with the other hooks attached.
+func (c *conv) issContainer(class string, start Source, hooks map[string]Source) {
+	p := containerPath(0)
+	ct := spec.Container{Name: issHookStart, Command: spec.Command{String: "./" + issHookStart}}
+	c.sources[p] = start
+	c.sources[p+".command"] = start
+	mode := spec.ModeAlways
+	if class == issJob {
+		mode = spec.ModeOnFailure
+		c.note(p+".restart_policy", "an ISS job: restarted until it exits 0 (tend's job mode)")
+	}
+	ct.RestartPolicy = &spec.RestartPolicy{Mode: mode}
+	if src, ok := hooks["iss_hook_stop"]; ok {
+		ct.StopPolicy = &spec.StopPolicy{Handler: spec.Handler{Exec: &spec.Exec{Command: spec.Command{String: "./iss_hook_stop"}}}}
+		c.sources[p+".stop_policy"] = src
+	}
+	if src, ok := hooks["iss_hook_status"]; ok {
+		ct.LivenessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.Exec{Command: spec.Command{String: "./iss_hook_status"}}}}
+		c.sources[p+".liveness_probe"] = src
+	}
+	if src, ok := hooks["iss_hook_notify"]; ok {
+		ct.NotifyActions = []spec.Policy{{Handler: spec.Handler{Exec: &spec.Exec{Command: spec.Command{String: "./iss_hook_notify"}}}}}
+		c.sources[p+".notify_actions[0]"] = src
+	}
+	c.s.Containers = append(c.s.Containers, ct)
+}
+
+// issTimeLimits converts timeLimits.<hook>: the start hook's restart periods become
+// the container's restart policy, the other hooks' their handler's time_limit.
+func (c *conv) issTimeLimits(y node, hooks map[string]Source) {
+	p := containerPath(0)
+	ct := &c.s.Containers[0]
+	for _, f := range c.fields(y) {
+		hook := f.key
+		if _, ok := hooks[hook]; !ok {
+			c.drop("", f.val.src(), "no hook "+hook+" that tend runs")
+			continue
+		}
+		switch hook {
+		case issHookStart:
+			c.issStartLimits(f.val, ct, p+".restart_policy")
+		case "iss_hook_stop":
+			ct.StopPolicy.TimeLimit = c.timeLimit(f.val, p+".stop_policy.time_limit", issTimeLimitKeys)
+		case "iss_hook_status":
+			ct.LivenessProbe.TimeLimit = c.timeLimit(f.val, p+".liveness_probe.time_limit", issTimeLimitKeys)
+		case "iss_hook_notify":
+			ct.NotifyActions[0].TimeLimit = c.timeLimit(f.val, p+".notify_actions[0].time_limit", issTimeLimitKeys)
+		}
+	}
+	// ISS's default back-off is 0 (seed 000); tend's time_limit needs at least 1, and
+	// with no scale the back-off changes nothing.
+	var limits []*spec.TimeLimit
+	if ct.StopPolicy != nil {
+		limits = append(limits, ct.StopPolicy.TimeLimit)
+	}
+	if ct.LivenessProbe != nil {
+		limits = append(limits, ct.LivenessProbe.TimeLimit)
+	}
+	if len(ct.NotifyActions) > 0 {
+		limits = append(limits, ct.NotifyActions[0].TimeLimit)
+	}
+	for _, tl := range limits {
+		if tl != nil && tl.RestartPeriodBackOff != nil && *tl.RestartPeriodBackOff < 1 && (tl.RestartPeriodScaleMs == nil || *tl.RestartPeriodScaleMs == 0) {
+			tl.RestartPeriodBackOff = ptr(1.0)
+		}
+	}
+}
+
+// issStartLimits maps the start hook's timeLimits onto the restart policy: periods
+// as they are, the ISS formula's back-off approximately.
+func (c *conv) issStartLimits(y node, ct *spec.Container, path string) {
+	rp := ct.RestartPolicy
+	c.from(path, y.src())
+	for _, f := range c.fields(y) {
+		src := f.val.src()
+		switch f.key {
+		case "minRestartPeriodMs":
+			if v, ok := c.integer(f.val); ok {
+				rp.MinPeriodMs = ptr(v)
+				c.from(path+".min_period_ms", src)
+			}
+		case "maxRestartPeriodMs":
+			if v, ok := c.integer(f.val); ok {
+				rp.MaxPeriodMs = ptr(v)
+				c.from(path+".max_period_ms", src)
+			}
+		case "restartPeriodBackoff":
+			if v, ok := c.number(f.val); ok {
+				rp.Backoff = ptr(max(v, 1))
+				c.approx(path+".backoff", src, "tend waits min_period_ms * backoff^(failures-1) (plus jitter), ISS min + scale * backoff^step")
+			}
+		case "restartPeriodScaleMs":
+			c.drop(path, src, "tend's restart policy has no scale; the back-off multiplies min_period_ms")
+		case "initialDelayMs":
+			c.drop(path, src, "tend starts a container at once")
+		case "maxExecutionTimeMs":
+			// Maps to containers[].max_run_ms once tend has it (SPEC.md §8.3).
+			c.notYet(path, src)
+		default:
+			c.unknown(path, src)
+		}
+	}
+}
+
+// jsonErrorLine points a syntax error at the line encoding/json finds it on: go-yaml
+// names the line where the enclosing {...} began, and ISS files are JSON (trailing
+// commas, which YAML accepts, aside).
+func jsonErrorLine(data []byte, c *conv) {
+	// Trailing commas become blanks (offsets stay): JSON would stop at the first.
+	lenient := bytes.Clone(data)
+	for i, b := range lenient {
+		if b != ',' {
+			continue
+		}
+		j := i + 1
+		for j < len(lenient) && (lenient[j] == ' ' || lenient[j] == '\t' || lenient[j] == '\n' || lenient[j] == '\r') {
+			j++
+		}
+		if j < len(lenient) && (lenient[j] == '}' || lenient[j] == ']') {
+			lenient[i] = ' '
+		}
+	}
+	var v any
+	var se *json.SyntaxError
+	if err := json.Unmarshal(lenient, &v); errors.As(err, &se) && len(c.errs) == 1 {
+		c.errs[0].Line = 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+		c.errs[0].Msg = se.Error()
+	}
+}

@@ -1,0 +1,46 @@
+package convert
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tend-sh/tend/spec"
+)
+
+// foreman gives each process type PORT = 5000 + 100 * its index.
+const (
+	foremanBasePort = 5000
+	foremanPortStep = 100
+)
+
+// procfile converts a Procfile: each `name: command` line is a container that
+// restarts always, its command run through sh -c as foreman does.
+func procfile(data []byte, c *conv) {
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimRight(line, "\r")
+		n := i + 1
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		m := procfileLineRe().FindStringSubmatch(line)
+		if m == nil || strings.TrimSpace(m[2]) == "" {
+			c.errorf(Source{Path: fmt.Sprintf("line %d", n), Line: n}, "want `name: command`, got %q", line)
+			continue
+		}
+		idx := len(c.s.Containers)
+		p := containerPath(idx)
+		src := Source{Path: m[1], Line: n}
+		port := strconv.Itoa(foremanBasePort + foremanPortStep*idx)
+		c.s.Containers = append(c.s.Containers, spec.Container{
+			Name:          m[1],
+			Command:       shell("sh", "-c", strings.TrimSpace(m[2])),
+			Env:           []spec.EnvVar{{Name: "PORT", Value: port}},
+			RestartPolicy: &spec.RestartPolicy{Mode: spec.ModeAlways},
+		})
+		c.from(p, src)
+		c.from(p+".name", src)
+		c.from(p+".command", src)
+		c.note(p+".env", "PORT as foreman sets it: 5000 + 100 for each process type before it")
+	}
+}

@@ -1,0 +1,408 @@
+package convert
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tend-sh/tend/spec"
+)
+
+// supervisord's defaults where they differ from tend's.
+const (
+	svPriority    = 999
+	svStartSecs   = 1
+	svStopWaitSec = 10
+)
+
+var svExpansionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`%%|%\(([A-Za-z0-9_]+)\)([-#0 +]*[0-9]*)([sd])`) })
+
+// supervisord converts a supervisord.conf: each [program:NAME] section is a container
+// (numprocs of them), started in the order of priority.
+func supervisord(data []byte, c *conv) {
+	sections := parseINI(data, c)
+	if len(c.errs) > 0 {
+		return
+	}
+	type program struct {
+		sec      *iniSection
+		name     string
+		priority int
+	}
+	var programs []program
+	for _, sec := range sections {
+		kind, name, _ := strings.Cut(sec.name, ":")
+		switch kind {
+		case "program":
+			pr := program{sec: sec, name: name, priority: svPriority}
+			for _, k := range sec.keys {
+				if k.name == "priority" {
+					pr.priority = svInt(c, sec, k)
+				}
+			}
+			programs = append(programs, pr)
+		case "supervisord":
+			c.drop("", sec.src(), "supervisord's own settings: tend runs in the foreground, its log set by --log-format and --log-level")
+		case "unix_http_server", "inet_http_server", "supervisorctl", "rpcinterface":
+			c.drop("", sec.src(), "tend's API and its control commands listen where --listen says")
+		case "include":
+			c.drop("", sec.src(), "tend reads one file: put the included sections into it")
+		case "group":
+			c.drop("", sec.src(), "tend has no groups: each program is a container")
+		case "eventlistener", "fcgi-program":
+			c.drop("", sec.src(), "tend runs plain programs only")
+		default:
+			c.unknown("", sec.src())
+		}
+	}
+	if len(c.errs) > 0 {
+		return
+	}
+	sort.SliceStable(programs, func(i, j int) bool { return programs[i].priority < programs[j].priority })
+	for _, pr := range programs {
+		c.svProgram(pr.sec, pr.name)
+	}
+}
+
+func svInt(c *conv, sec *iniSection, k iniKey) int {
+	v, err := strconv.Atoi(k.value)
+	if err != nil {
+		c.errorf(sec.keySrc(k), "must be an integer, got %q", k.value)
+	}
+	return v
+}
+
+func svBool(c *conv, sec *iniSection, k iniKey) bool {
+	switch strings.ToLower(k.value) {
+	case "true", "yes", "on", "1":
+		return true
+	case "false", "no", "off", "0":
+		return false
+	}
+	c.errorf(sec.keySrc(k), "must be true or false, got %q", k.value)
+	return false
+}
+
+// svProgram converts one [program:NAME] into numprocs containers.
+func (c *conv) svProgram(sec *iniSection, program string) {
+	numprocs, start := 1, 0
+	processName := "%(program_name)s"
+	for _, k := range sec.keys {
+		switch k.name {
+		case "numprocs":
+			numprocs = svInt(c, sec, k)
+		case "numprocs_start":
+			start = svInt(c, sec, k)
+		case "process_name":
+			processName = k.value
+		}
+	}
+	if numprocs < 1 {
+		numprocs = 1
+	}
+	if numprocs > 1 && !strings.Contains(processName, "process_num") {
+		c.errorf(sec.src(), "numprocs %d needs %%(process_num)d in process_name", numprocs)
+		return
+	}
+	for n := start; n < start+numprocs; n++ {
+		x := svExpander{c: c, vars: map[string]any{"program_name": program, "group_name": program, "process_num": n, "numprocs": numprocs}}
+		i := len(c.s.Containers)
+		p := containerPath(i)
+		c.s.Containers = append(c.s.Containers, spec.Container{})
+		ct := &c.s.Containers[i]
+		c.from(p, sec.src())
+		ct.Name = x.plain(processName, sec.src(), p)
+		c.from(p+".name", sec.src())
+		c.svKeys(sec, ct, p, x)
+	}
+}
+
+// svKeys converts the keys of a program section into the container at p.
+func (c *conv) svKeys(sec *iniSection, ct *spec.Container, p string, x svExpander) {
+	rp := &spec.RestartPolicy{Mode: spec.ModeOnFailure, StableAfterMs: ptr[int64](svStartSecs * 1000)}
+	ct.RestartPolicy = rp
+	sp := &spec.StopPolicy{}
+	ct.StopPolicy = sp
+	stopWait := int64(svStopWaitSec)
+	var stopSignal string
+	var stdoutLog string
+	var logKeys []iniKey
+	for _, k := range sec.keys {
+		src := sec.keySrc(k)
+		switch k.name {
+		case "command":
+			ct.Command = spec.Command{String: x.command(k.value, src, p+".command")}
+			c.from(p+".command", src)
+		case "process_name", "numprocs", "numprocs_start":
+			c.from(p+".name", src)
+		case "priority":
+			c.mapped[src.Path] = true
+			c.note(p, fmt.Sprintf("priority %s: containers start in priority order", k.value))
+		case "directory":
+			ct.WorkingDir = x.subst(k.value, src, p+".working_dir")
+			c.from(p+".working_dir", src)
+		case "environment":
+			ct.Env = c.svEnvironment(k, src, p, x)
+		case "autostart":
+			if !svBool(c, sec, k) {
+				ct.TargetState = spec.TargetRemoved
+			}
+			c.from(p+".target_state", src)
+		case "autorestart":
+			switch strings.ToLower(k.value) {
+			case "true":
+				rp.Mode = spec.ModeAlways
+			case "false":
+				rp.Mode = spec.ModeNever
+			case "unexpected":
+			default:
+				c.errorf(src, "must be true, false or unexpected, got %q", k.value)
+			}
+			c.from(p+".restart_policy.mode", src)
+		case "exitcodes":
+			if strings.TrimSpace(k.value) == "0" {
+				c.mapped[src.Path] = true
+			} else {
+				c.approx(p+".restart_policy.mode", src, "tend expects exit code 0 only: any other restarts an on_failure container")
+			}
+		case "startsecs":
+			v := svInt(c, sec, k)
+			rp.StableAfterMs = ptr(int64(v) * 1000)
+			c.approx(p+".restart_policy.stable_after_ms", src, "a run this long resets tend's backoff; supervisord also counts a shorter run as a failed start")
+		case "startretries": // -> restart_policy.max_failures once tend has it (SPEC.md §8.3)
+			c.notYet(p+".restart_policy", src)
+		case "stopsignal":
+			stopSignal = strings.ToUpper(strings.TrimPrefix(strings.ToUpper(k.value), "SIG"))
+			c.from(p+".stop_policy.unix_signal", src)
+		case "stopwaitsecs":
+			stopWait = int64(svInt(c, sec, k))
+			c.from(p+".stop_policy", src)
+		case "stopasgroup", "killasgroup":
+			if svBool(c, sec, k) {
+				c.mapped[src.Path] = true // tend signals the process group
+			} else {
+				c.approx(p+".stop_policy", src, "tend's SIGTERM and SIGKILL go to the whole process group")
+			}
+		case "user": // -> user once tend has it (SPEC.md §8.4)
+			c.notYet(p, src)
+		case "redirect_stderr":
+			if svBool(c, sec, k) {
+				c.approx(p, src, "tend prints stderr lines on its own stderr; with log.file both streams go into it")
+			} else {
+				c.mapped[src.Path] = true
+			}
+		case "stdout_logfile":
+			switch v := k.value; v {
+			case "/dev/stdout", "/dev/fd/1":
+				c.mapped[src.Path] = true // tend prints every line, prefixed, on its stdout
+			case "NONE", "AUTO":
+				c.drop(p, src, "tend prints the output on its own stdout; a log.file needs a path")
+			default:
+				stdoutLog = x.plain(v, src, p+".log.file")
+				ct.Log = &spec.Log{File: stdoutLog}
+				c.approx(p+".log.file", src, "tend also prints the lines on its stdout")
+			}
+		case "stdout_logfile_maxbytes", "stdout_logfile_backups", "stderr_logfile_maxbytes", "stderr_logfile_backups", "stderr_logfile":
+			logKeys = append(logKeys, k)
+		case "umask":
+			c.drop(p, src, "tend does not change the umask")
+		case "serverurl", "stdout_capture_maxbytes", "stdout_events_enabled", "stdout_syslog",
+			"stderr_capture_maxbytes", "stderr_events_enabled", "stderr_syslog":
+			c.drop(p, src, "tend has no such setting")
+		default:
+			c.unknown(p, src)
+		}
+	}
+	if !slices.ContainsFunc(sec.keys, func(k iniKey) bool { return k.name == "autorestart" }) {
+		c.note(p+".restart_policy.mode", "supervisord's default autorestart=unexpected")
+	}
+	if !slices.ContainsFunc(sec.keys, func(k iniKey) bool { return k.name == "startsecs" }) {
+		c.note(p+".restart_policy.stable_after_ms", "supervisord's default startsecs=1")
+	}
+	for _, k := range logKeys {
+		c.svLogKey(sec, k, ct, p, stdoutLog)
+	}
+	ms := stopWait * 1000
+	if stopSignal != "" {
+		sp.UnixSignal = &spec.UnixSignal{Signal: "SIG" + stopSignal}
+		sp.MaxTries = ptr(1)
+		sp.TimeLimit = &spec.TimeLimit{MinRestartPeriodMs: ptr(ms), MaxRestartPeriodMs: ptr(ms)}
+		c.note(p+".stop_policy", "stopsignal, then SIGKILL after stopwaitsecs")
+	} else {
+		sp.TermTimeoutMs = ptr(ms)
+		c.note(p+".stop_policy", "SIGTERM, then SIGKILL after stopwaitsecs")
+	}
+}
+
+// svLogKey maps the rotation settings onto the one log.file.
+func (c *conv) svLogKey(sec *iniSection, k iniKey, ct *spec.Container, p, stdoutLog string) {
+	src := sec.keySrc(k)
+	switch k.name {
+	case "stderr_logfile":
+		switch k.value {
+		case "/dev/stderr", "/dev/fd/2":
+			c.mapped[src.Path] = true
+		default:
+			c.drop(p, src, "tend writes stderr lines into the one log.file of stdout_logfile")
+		}
+	case "stdout_logfile_maxbytes":
+		n, ok := svBytes(k.value)
+		switch {
+		case !ok:
+			c.errorf(src, "want a size such as 50MB, got %q", k.value)
+		case ct.Log == nil:
+			c.mapped[src.Path] = true // no file, nothing to rotate
+		case n == 0:
+			c.drop(p+".log", src, "tend always rotates: at max_size_mb")
+		default:
+			ct.Log.MaxSizeMb = ptr(int(math.Ceil(float64(n) / (1 << 20))))
+			c.approx(p+".log.max_size_mb", src, "rounded up to whole MiB")
+		}
+	case "stdout_logfile_backups":
+		v := svInt(c, sec, k)
+		switch {
+		case ct.Log == nil:
+			c.mapped[src.Path] = true
+		case v < 1:
+			c.drop(p+".log", src, "tend keeps at least one rotated file")
+		default:
+			ct.Log.MaxFiles = ptr(v)
+			c.from(p+".log.max_files", src)
+		}
+	default: // stderr rotation
+		if stdoutLog == "" {
+			c.mapped[src.Path] = true
+		} else {
+			c.drop(p+".log", src, "the one log.file rotates by stdout_logfile's settings")
+		}
+	}
+}
+
+// svBytes parses supervisord's byte sizes: 1024, 50KB, 50MB, 1GB.
+func svBytes(v string) (int64, bool) {
+	mult := int64(1)
+	u := strings.ToUpper(strings.TrimSpace(v))
+	for suffix, m := range map[string]int64{"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30} {
+		if strings.HasSuffix(u, suffix) {
+			u, mult = strings.TrimSuffix(u, suffix), m
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(u), 10, 64)
+	return n * mult, err == nil && n >= 0
+}
+
+// svEnvironment parses KEY="value",KEY2=value2.
+func (c *conv) svEnvironment(k iniKey, src Source, p string, x svExpander) []spec.EnvVar {
+	var env []spec.EnvVar
+	s := k.value
+	for len(s) > 0 {
+		eq := strings.IndexByte(s, '=')
+		if eq <= 0 {
+			c.errorf(src, "want KEY=value pairs separated by commas, got %q", s)
+			return env
+		}
+		name := strings.TrimSpace(s[:eq])
+		s = strings.TrimLeft(s[eq+1:], " \t\n")
+		var value string
+		if len(s) > 0 && (s[0] == '"' || s[0] == '\'') {
+			end := strings.IndexByte(s[1:], s[0])
+			if end < 0 {
+				c.errorf(src, "%s: unterminated quote", name)
+				return env
+			}
+			value, s = s[1:end+1], s[end+2:]
+		} else {
+			end := strings.IndexByte(s, ',')
+			if end < 0 {
+				end = len(s)
+			}
+			value, s = strings.TrimSpace(s[:end]), s[end:]
+		}
+		s = strings.TrimLeft(strings.TrimSpace(s), ",")
+		ep := fmt.Sprintf("%s.env[%d]", p, len(env))
+		env = append(env, spec.EnvVar{Name: name, Value: x.subst(value, src, ep+".value")})
+		c.from(ep, src)
+	}
+	return env
+}
+
+// svExpander expands supervisord's %(name)s expressions for one process.
+type svExpander struct {
+	c    *conv
+	vars map[string]any
+}
+
+// command expands for a command: ENV_X becomes $X (tend expands it from the
+// process's environment), here and host_node_name become tend's variables.
+func (x svExpander) command(v string, src Source, path string) string {
+	return x.expand(v, src, path, func(name string) (string, bool) {
+		switch {
+		case strings.HasPrefix(name, "ENV_"):
+			return "${" + name[4:] + "}", true
+		case name == "here":
+			return "{BSCONFIG_IDIR}", true
+		case name == "host_node_name":
+			return "{BSCONFIG_IHOST}", true
+		}
+		return "", false
+	})
+}
+
+// subst expands for a field with {VAR} substitution but no $VAR (env values,
+// working_dir).
+func (x svExpander) subst(v string, src Source, path string) string {
+	return x.expand(v, src, path, func(name string) (string, bool) {
+		switch name {
+		case "here":
+			return "{BSCONFIG_IDIR}", true
+		case "host_node_name":
+			return "{BSCONFIG_IHOST}", true
+		}
+		return "", false
+	})
+}
+
+// plain expands for a field without substitution (names, log files).
+func (x svExpander) plain(v string, src Source, path string) string {
+	out := x.expand(v, src, path, func(name string) (string, bool) {
+		if name == "here" {
+			return ".", true // relative paths are relative to instance.dir, the file's directory
+		}
+		return "", false
+	})
+	return strings.NewReplacer("{{", "{", "}}", "}").Replace(out)
+}
+
+// expand replaces %(name)s; tendVar gives what a name becomes in tend terms. Literal
+// text has its braces escaped. An expression tend cannot reproduce is left as it is
+// with a warning.
+func (x svExpander) expand(v string, src Source, path string, tendVar func(string) (string, bool)) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range svExpansionRe().FindAllStringSubmatchIndex(v, -1) {
+		b.WriteString(literal(v[last:m[0]]))
+		last = m[1]
+		if v[m[0]:m[1]] == "%%" {
+			b.WriteString("%")
+			continue
+		}
+		name, flags, verb := v[m[2]:m[3]], v[m[4]:m[5]], v[m[6]:m[7]]
+		if val, ok := x.vars[name]; ok {
+			b.WriteString(literal(fmt.Sprintf("%"+flags+map[string]string{"s": "v", "d": "d"}[verb], val)))
+			continue
+		}
+		if t, ok := tendVar(name); ok {
+			b.WriteString(t)
+			continue
+		}
+		x.c.approx(path, src, "%%(%s)%s cannot be expanded here: left as it is", name, verb)
+		b.WriteString(literal(v[m[0]:m[1]]))
+	}
+	b.WriteString(literal(v[last:]))
+	return b.String()
+}

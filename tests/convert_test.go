@@ -1,0 +1,261 @@
+package tests
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tend-sh/tend/status"
+)
+
+const foreignDir = "../examples/foreign"
+
+// foreignExamples are the example of each format (examples/foreign).
+var foreignExamples = map[string]string{
+	"pod_agent":       "pod_agent.yaml",
+	"iss":             "iss.json",
+	"process-compose": "process-compose.yaml",
+	"supervisord":     "supervisord.conf",
+	"procfile":        "Procfile",
+}
+
+func readForeign(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(foreignDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// validate, render and convert take every format as it is; the conversion is a tend
+// spec that renders like the original.
+func TestForeignValidateConvertRender(t *testing.T) {
+	dir := t.TempDir()
+	for format, name := range foreignExamples {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(readForeign(t, name)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runCLI(t, dir, "validate", name)
+		if code != 0 || out != name+": ok\n" || !strings.Contains(errOut, name+": "+format+" format, converted to a tend spec") {
+			t.Errorf("validate %s: exit %d, stdout %q, stderr:\n%s", name, code, out, errOut)
+		}
+		converted, convErr, code := runCLI(t, dir, "convert", name)
+		if code != 0 || !strings.HasPrefix(converted, "# Converted by `tend convert` from "+name) {
+			t.Errorf("convert %s: exit %d, stderr %s\n%s", name, code, convErr, converted)
+		}
+		if convErr != errOut {
+			t.Errorf("convert %s prints other warnings than validate:\n%s\n---\n%s", name, convErr, errOut)
+		}
+		tendSpec := name + ".tend.yaml"
+		if err := os.WriteFile(filepath.Join(dir, tendSpec), []byte(converted), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, errOut, code := runCLI(t, dir, "validate", tendSpec); code != 0 || errOut != "" {
+			t.Errorf("validate the conversion of %s: exit %d %s %s", name, code, out, errOut)
+		}
+		a, _, codeA := runCLI(t, dir, "render", name)
+		b, _, codeB := runCLI(t, dir, "render", tendSpec)
+		if codeA != 0 || codeB != 0 || a != b || a == "" {
+			t.Errorf("render %s (exit %d) and of its conversion (exit %d) differ:\n%s\n---\n%s", name, codeA, codeB, a, b)
+		}
+	}
+	// A pod_agent warning names the field and the line of the original.
+	_, errOut, _ := runCLI(t, dir, "validate", "pod_agent.yaml")
+	if !strings.Contains(errOut, "pod_agent.yaml:5: warning: workloads[0].box_ref: dropped (boxes are not supported)") {
+		t.Errorf("validate pod_agent.yaml: stderr lacks the box_ref warning:\n%s", errOut)
+	}
+	// --from names the format; a file that is not in it cannot be converted: exit 2.
+	if _, errOut, code := runCLI(t, dir, "convert", "--from", "supervisord", "pod_agent.yaml"); code != 2 || !strings.Contains(errOut, "pod_agent.yaml:3: key \"workloads\" before any [section]") {
+		t.Errorf("convert --from supervisord pod_agent.yaml: exit %d, stderr %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, dir, "validate", "--format", "bogus", "Procfile"); code != 2 || !strings.Contains(errOut, "unknown format") {
+		t.Errorf("validate --format bogus: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// Errors of a foreign spec name the original file and line, after the warnings;
+// input a converter cannot read exits 2 naming the line.
+func TestForeignErrorsNameTheOriginalLine(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"pod.yaml":  "workloads:\n- id: web\n  box_ref: box\n  start:\n    command_line: ./server\n- id: worker\n  liveness_check:\n    tcp_check: {port: 0}\n",
+		"Procfile":  "web: ./server\nworker ./worker\n",
+		"sv.conf":   "[program:web]\ncommand=./server\n[program:worker\n",
+		"iss.json":  "[{\"@class\": \"ru.yandex.iss.Instance\",\n  \"resources\": [\"iss_hook_start\"]}]\n",
+		"pc.yaml":   "processes:\n  web:\n    command: ./server\n    working_dir: [a]\n",
+		"list.yaml": "- a\n- b\n",
+	}
+	for name, text := range files {
+		os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644)
+	}
+	_, errOut, code := runCLI(t, dir, "validate", "pod.yaml")
+	for _, want := range []string{
+		"pod.yaml:3: warning: workloads[0].box_ref: dropped (boxes are not supported)",
+		"pod.yaml:6: workloads[1] (containers[1].command):",
+		"pod.yaml:8: workloads[1].liveness_check.tcp_check.port (containers[1].liveness_probe.tcp_socket.port):",
+	} {
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("validate pod.yaml: exit %d, stderr lacks %q:\n%s", code, want, errOut)
+		}
+	}
+	for name, want := range map[string]string{
+		"Procfile":  "Procfile:2: line 2: want `name: command`",
+		"sv.conf":   "sv.conf:3: section header \"[program:worker\" has no closing ]",
+		"iss.json":  "iss.json:2: [0].resources: must be a mapping, got a list",
+		"pc.yaml":   "pc.yaml:4: processes.web.working_dir: must be a string",
+		"list.yaml": "not a tend spec, nor pod_agent, iss, process-compose, supervisord or a Procfile by its shape",
+	} {
+		for _, cmd := range []string{"convert", "validate", "run"} {
+			_, errOut, code := runCLI(t, dir, cmd, name)
+			if cmd == "convert" && name == "list.yaml" {
+				continue // a tend spec, as far as convert can tell: printed as it is
+			}
+			if code != 2 || !strings.Contains(errOut, want) {
+				t.Errorf("%s %s: exit %d, stderr lacks %q:\n%s", cmd, name, code, want, errOut)
+			}
+		}
+	}
+}
+
+// The pod_agent example runs as it is: a failing liveness check kills the workload,
+// and the stop policy's SIGINT stops it on shutdown before its destroy policy runs.
+func TestPodAgentExampleRuns(t *testing.T) {
+	tp := start(t, readForeign(t, "pod_agent.yaml"))
+	tp.waitStatus(20*time.Second, "server ready", func(d status.Document) bool {
+		return containerStatus(d, "server").Ready.Status == "True"
+	})
+	if !strings.Contains(tp.stderr.String(), "spec converted from pod_agent") || !strings.Contains(tp.stderr.String(), "workloads[0].box_ref: dropped (boxes are not supported)") {
+		t.Errorf("tend's log lacks the format and the warnings:\n%s", tp.stderr.String())
+	}
+	if err := os.Remove(filepath.Join(tp.dir, "healthy")); err != nil {
+		t.Fatal(err)
+	}
+	tp.waitStatus(20*time.Second, "a liveness kill", func(d status.Document) bool {
+		c := containerStatus(d, "server")
+		return c.LastExit != nil && strings.Contains(c.LastExit.Reason, "liveness probe failed") && c.LastExit.Signal == "SIGKILL"
+	})
+	os.WriteFile(filepath.Join(tp.dir, "healthy"), nil, 0o644)
+	// pod_agent restarts a workload at most once every 10 s.
+	tp.waitStatus(30*time.Second, "server running again", func(d status.Document) bool {
+		c := containerStatus(d, "server")
+		return c.State == "running" && c.Restarts >= 1
+	})
+	termAndWait(t, tp, 30*time.Second)
+	out := tp.stdout.String()
+	for _, want := range []string{"server | hello from pod_agent", "server | stop requested"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, tail(out, 3000))
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(tp.dir, "shipped.log")); err != nil || string(b) != "logs sent\n" {
+		t.Errorf("the destroy policy did not run: %q %v", b, err)
+	}
+}
+
+// The ISS example: its hooks are downloaded from a loopback server, made
+// executable, and the start hook runs as the container with the status hook as its
+// liveness probe.
+func TestISSExampleRuns(t *testing.T) {
+	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join(foreignDir, "iss-hooks"))))
+	t.Cleanup(srv.Close)
+	text := strings.ReplaceAll(readForeign(t, "iss.json"), "http://127.0.0.1:18081", srv.URL)
+	tp := start(t, text)
+	tp.waitStatus(20*time.Second, "iss_hook_start running, alive", func(d status.Document) bool {
+		c := containerStatus(d, "iss_hook_start")
+		return d.Installed.Status == "True" && c.State == "running" && c.Alive.Status == "True" && c.Ready.Status == "True"
+	})
+	for _, hook := range []string{"iss_hook_start", "iss_hook_status"} {
+		fi, err := os.Stat(filepath.Join(tp.dir, hook))
+		if err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("%s: %v, mode %v; want a downloaded program with mode 0755", hook, err, fi.Mode())
+		}
+	}
+	waitFor(t, 10*time.Second, "the start hook's output", func() (bool, string) {
+		out := tp.stdout.String()
+		return strings.Contains(out, "iss_hook_start | started on port 18080 in sas"), out
+	})
+	termAndWait(t, tp, 30*time.Second)
+}
+
+// The process-compose example: every process starts; the one-shot migration
+// completes. depends_on is not supported yet, so the order is not checked.
+func TestProcessComposeExampleRuns(t *testing.T) {
+	tp := start(t, readForeign(t, "process-compose.yaml"))
+	tp.waitStatus(20*time.Second, "db ready, migrate completed, api and worker running", func(d status.Document) bool {
+		m := containerStatus(d, "migrate")
+		return containerStatus(d, "db").Ready.Status == "True" && m.State == "completed" && m.LastExit != nil && m.LastExit.Code == 0 &&
+			containerStatus(d, "api").State == "running" && containerStatus(d, "worker").State == "running"
+	})
+	waitFor(t, 10*time.Second, "every process's output", func() (bool, string) {
+		out := tp.stdout.String()
+		for _, want := range []string{"db | db: accepting connections", "migrate | migrate: schema up to date", "api | api: serving on 8080", "worker | worker: job done"} {
+			if !strings.Contains(out, want) {
+				return false, out
+			}
+		}
+		return true, ""
+	})
+	termAndWait(t, tp, 30*time.Second)
+	if b, err := os.ReadFile(filepath.Join(tp.dir, "shutdown.log")); err != nil || string(b) != "worker: draining\n" {
+		t.Errorf("the worker's shutdown command did not run: %q %v", b, err)
+	}
+}
+
+// The supervisord example: containers in priority order, numprocs copies, autostart
+// false stopped, stopsignal QUIT on shutdown.
+func TestSupervisordExampleRuns(t *testing.T) {
+	tp := start(t, readForeign(t, "supervisord.conf"))
+	doc := tp.waitStatus(20*time.Second, "php-fpm and both nginx running", func(d status.Document) bool {
+		return containerStatus(d, "php-fpm").State == "running" && containerStatus(d, "nginx-0").State == "running" && containerStatus(d, "nginx-1").State == "running"
+	})
+	var order []string
+	for _, c := range doc.Containers {
+		order = append(order, c.Name)
+	}
+	if strings.Join(order, ",") != "php-fpm,nginx-0,nginx-1,cron" {
+		t.Errorf("containers %v, want php-fpm (priority 5) before nginx (10)", order)
+	}
+	if c := containerStatus(doc, "cron"); c.State != "stopped" {
+		t.Errorf("cron (autostart=false) is %s", c.State)
+	}
+	waitFor(t, 10*time.Second, "the programs' output", func() (bool, string) {
+		out := tp.stdout.String()
+		return strings.Contains(out, "php-fpm | php-fpm: ready to handle connections (256M)") && strings.Contains(out, "nginx-1 | nginx: worker 1 started"), out
+	})
+	termAndWait(t, tp, 30*time.Second)
+}
+
+// A Procfile runs as foreman would, and a reload (SIGHUP) reads the changed file
+// through the same conversion.
+func TestProcfileExampleRunsAndReloads(t *testing.T) {
+	tp := start(t, readForeign(t, "Procfile"))
+	waitFor(t, 20*time.Second, "web and worker output", func() (bool, string) {
+		out := tp.stdout.String()
+		return strings.Contains(out, "web | web: listening on 5000") && strings.Contains(out, "worker | worker: job done"), out
+	})
+	text := readForeign(t, "Procfile") + "clock: while :; do echo tick; sleep 1; done\n"
+	if err := os.WriteFile(filepath.Join(tp.dir, "spec.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := containerStatus(tp.waitStatus(5*time.Second, "web running", func(d status.Document) bool {
+		return containerStatus(d, "web").State == "running"
+	}), "web")
+	tp.signal(syscall.SIGHUP)
+	doc := tp.waitStatus(20*time.Second, "clock running after the reload", func(d status.Document) bool {
+		return containerStatus(d, "clock").State == "running"
+	})
+	if web := containerStatus(doc, "web"); web.Pid == nil || before.Pid == nil || *web.Pid != *before.Pid {
+		t.Errorf("web was restarted by a reload that did not change it")
+	}
+	waitFor(t, 10*time.Second, "clock output", func() (bool, string) {
+		return strings.Contains(tp.stdout.String(), "clock | tick"), tp.stdout.String()
+	})
+	termAndWait(t, tp, 30*time.Second)
+}
