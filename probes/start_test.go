@@ -141,28 +141,35 @@ func TestPeriodGrowsAndResets(t *testing.T) {
 	}
 }
 
-// A check that takes longer than the period is followed at once, not a period later.
+// A check that takes longer than the period is followed at once after its answer:
+// neither a period later nor before the answer.
 func TestSlowCheckFollowedAtOnce(t *testing.T) {
-	hits := newHits()
+	const period, length = time.Second, 1200 * time.Millisecond
+	asked, answered := newHits(), newHits()
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.add()
+		asked.add()
 		select { // a slow answer, not synchronisation
-		case <-time.After(300 * time.Millisecond):
+		case <-time.After(length):
 		case <-r.Context().Done():
+			return
 		}
+		answered.add() // before the answer leaves: the next check cannot come before this
 	}))
 	defer server.Close()
-	p := probeSpec(spec.Handler{HTTPGet: httpGet(t, server, "/")}, fixed(200), 1, 1)
+	l := fixed(period.Milliseconds())
+	l.maxExecution = 10 * length.Milliseconds()
+	p := probeSpec(spec.Handler{HTTPGet: httpGet(t, server, "/")}, l, 1, 1)
 	events := make(chan Event, 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := Start(ctx, Readiness, p, Target{}, 1, events)
 	defer func() { cancel(); <-done }()
 
-	times := hits.wait(t, 3, 10*time.Second)
-	for i := 1; i < len(times); i++ {
-		// At once: about 300ms. Waiting a period after the end would make it 500ms.
-		if gap := times[i].Sub(times[i-1]); gap < 290*time.Millisecond || gap > 450*time.Millisecond {
-			t.Errorf("gap %d between check starts = %v, want about 300ms (the check's length)", i, gap)
+	starts := asked.wait(t, 3, 20*time.Second)
+	ends := answered.snapshot()
+	for i := 1; i < len(starts); i++ {
+		// At once: a little after the answer. Waiting a period after it would be 1s.
+		if wait := starts[i].Sub(ends[i-1]); wait < 0 || wait > period/2 {
+			t.Errorf("check %d started %v after the answer to check %d, want at once (under %v)", i, wait, i-1, period/2)
 		}
 	}
 }
