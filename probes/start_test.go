@@ -117,27 +117,31 @@ func TestPeriodGrowsAndResets(t *testing.T) {
 	p := probeSpec(allOK(t, server), l, 1, 1)
 	events := make(chan Event, 16) // nobody needs to read them
 	ctx, cancel := context.WithCancel(context.Background())
+	begin := time.Now() // the first check is due no earlier
 	done := Start(ctx, Readiness, p, Target{}, 1, events)
 	defer func() { cancel(); <-done }()
 
 	times := hits.wait(t, 8, 10*time.Second)
-	gaps := make([]time.Duration, len(times)-1)
-	for i := range gaps {
-		gaps[i] = times[i+1].Sub(times[i])
-	}
-	// gaps[i] follows check i; successes after it: 1..5, then 0 (the failure), 1.
+	// periods[i] follows check i; successes after it: 1..5, then 0 (the failure), 1.
 	periods := []time.Duration{20, 40, 100, 280, 400, 20, 20}
-	const skew = 10 * time.Millisecond // the server sees a request a little after its start
+	// A check is due a period after the one before it was due, and is never early; a
+	// late one (a loaded machine) is followed by an early one, so a single gap may be
+	// short, but each check comes at least the sum of the periods before it after Start.
+	var due time.Duration
 	for i, period := range periods {
-		if period *= time.Millisecond; gaps[i] < period-skew {
-			t.Errorf("gap %d = %v, shorter than its period %v (all gaps %v)", i, gaps[i], period, gaps)
+		due += period * time.Millisecond
+		if got := times[i+1].Sub(begin); got < due {
+			t.Errorf("check %d came %v after Start, before the sum of the periods before it (%v); times %v", i+1, got, due, times)
 		}
 	}
-	if !(gaps[0] < gaps[3] && gaps[3] < gaps[4]+skew && gaps[1] < gaps[4]) {
-		t.Errorf("gaps do not grow with successes: %v", gaps)
+	// And not much later: a loaded machine delays checks, but not by the 400 ms of a
+	// period that started at the maximum or did not snap back to the minimum.
+	const slackForLoad = 400 * time.Millisecond
+	if took := times[3].Sub(times[0]); took > 160*time.Millisecond+slackForLoad {
+		t.Errorf("the first three periods took %v, want about 160ms (20, 40, 100)", took)
 	}
-	if gaps[5] >= gaps[4] || gaps[6] >= gaps[4] {
-		t.Errorf("gaps after the failure %v, %v are not back to the minimum below %v (all gaps %v)", gaps[5], gaps[6], gaps[4], gaps)
+	if took := times[7].Sub(times[5]); took > 40*time.Millisecond+slackForLoad {
+		t.Errorf("the two periods after the failure took %v, want about 40ms (back to the minimum)", took)
 	}
 }
 
