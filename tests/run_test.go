@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,7 +44,8 @@ containers:
 	termAndWait(t, tp, 10*time.Second)
 }
 
-// Restarts back off exponentially while runs are short (jitter 0 here).
+// Restarts back off exponentially while runs are short (jitter 0 here): the delays
+// tend logs follow the policy, and each start comes no earlier than its delay.
 func TestRestartBackoffIntervals(t *testing.T) {
 	tp := start(t, `
 containers:
@@ -65,11 +67,19 @@ containers:
 	}
 	// Delays 100, 200, 400, 400 (capped), 400 ms between exits and starts.
 	want := []time.Duration{100, 200, 400, 400, 400}
+	delays := backoffDelays(t, tp, "crash")
+	if len(delays) < len(want) {
+		t.Fatalf("tend logged %d backoff delays %v after 6 starts, want at least %d", len(delays), delays, len(want))
+	}
 	for i, w := range want {
-		got := starts[i+1].Sub(starts[i])
 		w *= time.Millisecond
-		if got < w || got > w+700*time.Millisecond {
-			t.Errorf("interval %d = %v, want about %v", i+1, got, w)
+		if delays[i] != w {
+			t.Errorf("backoff delay %d = %v, want %v (all %v)", i+1, delays[i], w, delays)
+		}
+		// A run takes a few milliseconds, and a loaded machine is slow to start the
+		// next one, but not by seconds.
+		if got := starts[i+1].Sub(starts[i]); got < w || got > w+2*time.Second {
+			t.Errorf("interval %d between starts = %v, want its delay %v or a little more", i+1, got, w)
 		}
 	}
 	doc, _ := tp.status()
@@ -77,6 +87,23 @@ containers:
 	if c.Restarts < 5 || c.LastExit == nil || c.LastExit.Code != 1 {
 		t.Errorf("status: restarts=%d last_exit=%+v", c.Restarts, c.LastExit)
 	}
+}
+
+// backoffDelays returns the delays before restarts tend logged for container name.
+func backoffDelays(t *testing.T, tp *tend, name string) []time.Duration {
+	t.Helper()
+	var delays []time.Duration
+	for _, l := range strings.Split(tp.stderr.String(), "\n") {
+		var rec struct {
+			Container string `json:"container"`
+			Message   string `json:"message"`
+			DelayMs   int64  `json:"delay_ms"`
+		}
+		if json.Unmarshal([]byte(l), &rec) == nil && rec.Container == name && rec.Message == "backoff before restart" {
+			delays = append(delays, time.Duration(rec.DelayMs)*time.Millisecond)
+		}
+	}
+	return delays
 }
 
 // A run of at least stable_after_ms resets the backoff: the restart is immediate.
