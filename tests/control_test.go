@@ -115,9 +115,9 @@ func TestTokenOverTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	withToken := "127.0.0.1:" + itoa(freePort(t))
-	tp := start(t, spec, runOpts{pid1: true, args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", withToken, "--api-token-file", tokenFile}})
+	tp := start(t, spec, runOpts{args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", withToken, "--api-token-file", tokenFile}})
 	noToken := "127.0.0.1:" + itoa(freePort(t))
-	tp2 := start(t, spec, runOpts{pid1: true, args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", noToken}})
+	tp2 := start(t, spec, runOpts{args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", noToken}})
 	tp.waitStatus(10*time.Second, "running", func(d status.Document) bool { return containerStatus(d, "app").State == status.Running })
 	tp2.waitStatus(10*time.Second, "running", func(d status.Document) bool { return containerStatus(d, "app").State == status.Running })
 

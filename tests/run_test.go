@@ -334,7 +334,7 @@ containers:
   - name: missing
     command: ./no-such-program
     restart_policy: {min_period_ms: 0, max_jitter_ms: 0, stable_after_ms: 0}
-`, runOpts{pid1: true, args: []string{"--log-level", "warn"}})
+`, runOpts{args: []string{"--log-level", "warn"}})
 	tp.waitStatus(10*time.Second, "many failed starts", func(d status.Document) bool {
 		return containerStatus(d, "missing").Restarts > 1000
 	})
@@ -409,5 +409,33 @@ containers:
 	doc = tp.waitStatus(10*time.Second, "prepared", func(d status.Document) bool { return d.Installed.True() })
 	if ic := doc.InitContainers[0]; ic.State != status.Succeeded || ic.Attempts != 3 {
 		t.Errorf("setup after preparing: %+v", ic)
+	}
+}
+
+// Containers get tend's umask, also those started while the API comes up (its
+// socket is made 0600 without changing the process's umask, which they would inherit).
+func TestContainersGetTendsUmask(t *testing.T) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(status), "Umask:")
+	want, _, _ := strings.Cut(strings.TrimSpace(rest), "\n")
+	// The race with the API was lost about once in five starts.
+	for i := range 20 {
+		tp := start(t, `
+init_containers:
+  - name: first
+    command: ["sh", "-c", "umask > {DIR}/init.tmp && mv {DIR}/init.tmp {DIR}/init"]
+containers:
+  - name: app
+    command: ["sh", "-c", "umask > {DIR}/app.tmp && mv {DIR}/app.tmp {DIR}/app; exec sleep 60"]
+`)
+		for _, name := range []string{"init", "app"} {
+			if got := strings.TrimSpace(waitFile(t, 10*time.Second, filepath.Join(tp.dir, name))); got != want {
+				t.Errorf("start %d: %s's umask is %s, want tend's %s", i, name, got, want)
+			}
+		}
+		termAndWait(t, tp, 10*time.Second)
 	}
 }

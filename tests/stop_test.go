@@ -101,7 +101,7 @@ func startStop(t *testing.T, specText string) (tp *tend, expand func(string) str
 	placeholders := strings.NewReplacer("{EV}", ev+" {DIR}/events", "{SELF}", self)
 	// The race runtime sleeps a second before exiting (atexit_sleep_ms) to catch
 	// late reports; that would hide how long the shutdown itself took.
-	tp = start(t, placeholders.Replace(specText), runOpts{pid1: true, env: []string{"GORACE=atexit_sleep_ms=0"}})
+	tp = start(t, placeholders.Replace(specText), runOpts{env: []string{"GORACE=atexit_sleep_ms=0"}})
 	expand = func(s string) string {
 		return strings.ReplaceAll(placeholders.Replace(s), "{DIR}", tp.dir)
 	}

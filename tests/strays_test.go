@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,12 +13,8 @@ import (
 
 // alive reports whether pid is a living (not zombie) process.
 func alive(pid int) bool {
-	b, err := readFileString("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(b, ')')
-	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
+	state, _, ok := procStat(pid)
+	return ok && state != "Z"
 }
 
 // Processes that left their container's process group (setsid, a daemon's double
@@ -33,7 +28,7 @@ containers:
   - name: stopped
     command: ["sh", "-c", "trap 'echo term > {DIR}/stopped.term; exit 0' TERM; touch {DIR}/stopped.up; sleep 600 & wait $!"]
     stop_policy: {term_timeout_ms: 20000}
-`, runOpts{pid1: false})
+`, runOpts{as: asChild})
 	var pids []int
 	for _, f := range []string{"setsid.pid", "daemon.pid"} {
 		pid, err := strconv.Atoi(strings.TrimSpace(waitFile(t, 10*time.Second, filepath.Join(tp.dir, f))))
@@ -60,9 +55,4 @@ containers:
 	if took := exited.Sub(sent); took > 10*time.Second {
 		t.Errorf("shutdown took %v: the stopped process was not woken for its SIGTERM", took)
 	}
-}
-
-func readFileString(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	return string(b), err
 }
