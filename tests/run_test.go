@@ -384,6 +384,27 @@ containers:
 	}
 }
 
+// An init container killed by a signal shows the signal's name in last_exit.signal,
+// as containers do.
+func TestInitContainerExitSignalName(t *testing.T) {
+	tp := start(t, `
+init_containers:
+  - name: once
+    command: [sh, -c, "if [ -e {DIR}/ran ]; then exec sleep 600; fi; touch {DIR}/ran; kill -KILL $$"]
+    time_limit: {min_restart_period_ms: 0}
+containers:
+  - name: app
+    command: [sleep, "600"]
+`)
+	doc := tp.waitStatus(10*time.Second, "one attempt of the init container", func(d status.Document) bool {
+		return len(d.InitContainers) == 1 && d.InitContainers[0].Attempts >= 1
+	})
+	x := doc.InitContainers[0].LastExit
+	if x == nil || x.Signal != "SIGKILL" || x.Code != 137 {
+		t.Errorf("init container last_exit = %+v, want signal SIGKILL and code 137", x)
+	}
+}
+
 // While an init container keeps failing, installed says which one, how and when it
 // runs again, and the init container is in backoff between its tries.
 func TestFailingInitContainerSaysWhy(t *testing.T) {

@@ -456,6 +456,36 @@ containers:
 	}
 }
 
+// A container that is not running and waits at the TERM barrier (WAIT) must not count
+// as an IGNORE container arriving: here the crash-looping WAIT container would open
+// the barrier for w before a's stop handler has ended.
+func TestBarrierIdleWaitContainerDoesNotOpen(t *testing.T) {
+	tp, _ := startStop(t, `
+containers:
+  - name: a
+    command: [sh, -c, "trap '{EV} a term; exit 0' TERM; {EV} a up; while true; do sleep 0.02; done"]
+    stop_policy:
+      exec: {command: [sh, -c, "{EV} a handler-start; sleep 0.5; {EV} a handler-end"]}
+  - name: w
+    term_barrier: WAIT
+    command: [sh, -c, "trap '{EV} w term; exit 0' TERM; {EV} w up; while true; do sleep 0.02; done"]
+  - name: crash
+    term_barrier: WAIT
+    command: [sh, -c, "{EV} crash start; exit 1"]
+    restart_policy: {min_period_ms: 60000, max_period_ms: 60000, max_jitter_ms: 0}
+`)
+	waitEvent(t, tp, "a", "up", 1)
+	waitEvent(t, tp, "w", "up", 1)
+	tp.waitStatus(10*time.Second, "crash in backoff", func(d status.Document) bool {
+		return containerStatus(d, "crash").State == status.Backoff
+	})
+	termAndWait(t, tp, 10*time.Second)
+	tl := readEvents(t, tp.dir)
+	if wTerm, aEnd := tl.one(t, "w", "term"), tl.one(t, "a", "handler-end"); wTerm.Before(aEnd) {
+		t.Errorf("w (WAIT) got SIGTERM before a's stop handler ended; events:\n%s", tl)
+	}
+}
+
 // A WAIT container alone, or with only other WAIT containers, proceeds at once.
 func TestBarrierWaitAloneProceedsAtOnce(t *testing.T) {
 	tp, _ := startStop(t, `
