@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/tend-sh/tend/internal/testutil"
-
 	"github.com/tend-sh/tend/status"
 )
 
