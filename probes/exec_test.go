@@ -7,46 +7,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/spec"
 )
-
-var (
-	procOnce    sync.Once
-	procMissing bool
-)
-
-// requireProc skips exec tests while proc.Run is still the skeleton's panic("TODO"),
-// so that they run as soon as proc lands and fail loudly if it misbehaves.
-func requireProc(t *testing.T) {
-	t.Helper()
-	procOnce.Do(func() {
-		defer func() {
-			if r := recover(); r != nil {
-				if r != "TODO" {
-					panic(r)
-				}
-				procMissing = true
-			}
-		}()
-		proc.Run(context.Background(), proc.Cmd{Argv: []string{"true"}, Env: os.Environ()}, time.Second)
-	})
-	if procMissing {
-		t.Skip("proc.Run is not implemented yet (panic \"TODO\"); exec checks cannot run")
-	}
-}
 
 func execHandler(argv ...string) spec.Handler {
 	return spec.Handler{Exec: &spec.Exec{Command: spec.Command{List: argv, IsList: true}}}
 }
 
 func TestExecCheck(t *testing.T) {
-	requireProc(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "marker"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -83,7 +55,6 @@ func TestExecCheck(t *testing.T) {
 }
 
 func TestExecTimeoutKillsGroup(t *testing.T) {
-	requireProc(t)
 	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
 	// The grandchild sleeps forever and its parent waits for it: only killing the
 	// whole group ends both.
@@ -159,7 +130,6 @@ func waitGone(t *testing.T, pid int, within time.Duration) {
 }
 
 func TestExecCancelKillsProcess(t *testing.T) {
-	requireProc(t)
 	pidFile := filepath.Join(t.TempDir(), "probe.pid")
 	script := fmt.Sprintf("echo $$ > %s; exec sleep 1000", pidFile)
 	p := probeSpec(execHandler("sh", "-c", script), limits{minPeriod: 10, maxPeriod: 10, backOff: 1}, 1, 1)

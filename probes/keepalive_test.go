@@ -10,8 +10,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tend-sh/tend/spec"
 )
@@ -132,17 +134,22 @@ func serveRaw(conn net.Conn, once bool) {
 }
 
 func TestConnectionClosedByServerIsReplaced(t *testing.T) {
-	port, conns := rawServer(t, 0, func(c net.Conn) { serveRaw(c, true) })
+	closed := make(chan struct{}, 10) // the server closed a connection
+	port, conns := rawServer(t, 0, func(c net.Conn) { serveRaw(c, true); closed <- struct{}{} })
 	h := spec.Handler{HTTPGet: &spec.HTTPGet{Host: "127.0.0.1", Port: port, Path: "/"}}
 	var kept session
 	defer kept.close()
+	waited := 0
 	for i := range 10 {
 		r := check(context.Background(), h, Target{}, time.Second, &kept)
 		if !r.OK {
 			t.Fatalf("check %d failed (%s): a kept connection the server closed must be replaced, not fail the check", i, r.Detail)
 		}
 		if i%2 == 1 {
-			time.Sleep(5 * time.Millisecond) // let the FIN arrive before the next write, or not
+			// Half the checks find the FIN already there, the others may write first.
+			for ; waited <= i; waited++ {
+				<-closed
+			}
 		}
 	}
 	if n := conns.Load(); n != 10 {
@@ -216,6 +223,9 @@ func TestLongPeriodDoesNotKeepConnection(t *testing.T) {
 // Some servers and proxies answer an idle connection's timeout with an unasked 408
 // before closing it: that is not the next check's answer.
 func TestUnaskedAnswerOnIdleConnectionIsNotTheCheck(t *testing.T) {
+	spoil := make(chan struct{})   // the test to the server: the check is over, send the 408
+	spoiled := make(chan struct{}) // the server to the test: the 408 is in the client's socket
+	ended := make(chan struct{})
 	port, conns := rawServer(t, 0, func(c net.Conn) {
 		defer c.Close()
 		br := bufio.NewReader(c)
@@ -225,10 +235,19 @@ func TestUnaskedAnswerOnIdleConnectionIsNotTheCheck(t *testing.T) {
 		}
 		req.Body.Close()
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-spoil:
+		case <-ended:
+			return
+		}
 		io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-		time.Sleep(200 * time.Millisecond) // the 408 waits in the socket, the connection still open
+		waitAcked(t, c)
+		spoiled <- struct{}{}
+		// The connection stays open until the client closes it: the 408 waits in its
+		// socket, and a request sent anyway gets no answer.
+		_, _ = io.Copy(io.Discard, br)
 	})
+	t.Cleanup(func() { close(ended) }) // runs before rawServer's cleanups
 	h := spec.Handler{HTTPGet: &spec.HTTPGet{Host: "127.0.0.1", Port: port, Path: "/"}}
 	var kept session
 	defer kept.close()
@@ -236,9 +255,41 @@ func TestUnaskedAnswerOnIdleConnectionIsNotTheCheck(t *testing.T) {
 		if r := check(context.Background(), h, Target{}, time.Second, &kept); !r.OK {
 			t.Fatalf("check %d failed (%s): an unasked answer on a kept connection was taken for the check's", i, r.Detail)
 		}
-		time.Sleep(50 * time.Millisecond) // the 408 arrives
+		if i < 2 {
+			spoil <- struct{}{}
+			<-spoiled
+		}
 	}
 	if n := conns.Load(); n != 3 {
 		t.Errorf("%d connections for 3 checks, want 3 (each kept one was spoiled by its 408)", n)
+	}
+}
+
+// waitAcked waits until the other end of c has acknowledged everything written to it,
+// so that it waits in the peer's socket: until c's send queue (SIOCOUTQ) is empty.
+func waitAcked(t *testing.T, c net.Conn) {
+	raw, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var queued int32 // the kernel writes a C int
+		var ioctlErr syscall.Errno
+		if err := raw.Control(func(fd uintptr) {
+			_, _, ioctlErr = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCOUTQ, uintptr(unsafe.Pointer(&queued)))
+		}); err != nil || ioctlErr != 0 {
+			t.Errorf("SIOCOUTQ: %v %v", err, ioctlErr)
+			return
+		}
+		if queued == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%d bytes still unacknowledged after 5s", queued)
+			return
+		}
+		<-time.After(time.Millisecond) // polling with a deadline: the kernel announces no ACK
 	}
 }

@@ -117,52 +117,63 @@ func TestPeriodGrowsAndResets(t *testing.T) {
 	p := probeSpec(allOK(t, server), l, 1, 1)
 	events := make(chan Event, 16) // nobody needs to read them
 	ctx, cancel := context.WithCancel(context.Background())
+	begin := time.Now() // the first check is due no earlier
 	done := Start(ctx, Readiness, p, Target{}, 1, events)
 	defer func() { cancel(); <-done }()
 
 	times := hits.wait(t, 8, 10*time.Second)
-	gaps := make([]time.Duration, len(times)-1)
-	for i := range gaps {
-		gaps[i] = times[i+1].Sub(times[i])
-	}
-	// gaps[i] follows check i; successes after it: 1..5, then 0 (the failure), 1.
+	// periods[i] follows check i; successes after it: 1..5, then 0 (the failure), 1.
 	periods := []time.Duration{20, 40, 100, 280, 400, 20, 20}
-	const skew = 10 * time.Millisecond // the server sees a request a little after its start
+	// A check is due a period after the one before it was due, and is never early; a
+	// late one (a loaded machine) is followed by an early one, so a single gap may be
+	// short, but each check comes at least the sum of the periods before it after Start.
+	var due time.Duration
 	for i, period := range periods {
-		if period *= time.Millisecond; gaps[i] < period-skew {
-			t.Errorf("gap %d = %v, shorter than its period %v (all gaps %v)", i, gaps[i], period, gaps)
+		due += period * time.Millisecond
+		if got := times[i+1].Sub(begin); got < due {
+			t.Errorf("check %d came %v after Start, before the sum of the periods before it (%v); times %v", i+1, got, due, times)
 		}
 	}
-	if !(gaps[0] < gaps[3] && gaps[3] < gaps[4]+skew && gaps[1] < gaps[4]) {
-		t.Errorf("gaps do not grow with successes: %v", gaps)
+	// And not much later: a loaded machine delays checks, but not by the 400 ms of a
+	// period that started at the maximum or did not snap back to the minimum.
+	const slackForLoad = 400 * time.Millisecond
+	if took := times[3].Sub(times[0]); took > 160*time.Millisecond+slackForLoad {
+		t.Errorf("the first three periods took %v, want about 160ms (20, 40, 100)", took)
 	}
-	if gaps[5] >= gaps[4] || gaps[6] >= gaps[4] {
-		t.Errorf("gaps after the failure %v, %v are not back to the minimum below %v (all gaps %v)", gaps[5], gaps[6], gaps[4], gaps)
+	if took := times[7].Sub(times[5]); took > 40*time.Millisecond+slackForLoad {
+		t.Errorf("the two periods after the failure took %v, want about 40ms (back to the minimum)", took)
 	}
 }
 
-// A check that takes longer than the period is followed at once, not a period later.
+// A check that takes longer than the period is followed at once after its answer:
+// neither a period later nor before the answer.
 func TestSlowCheckFollowedAtOnce(t *testing.T) {
-	hits := newHits()
+	const period, length = time.Second, 1200 * time.Millisecond
+	asked, answered := newHits(), newHits()
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.add()
+		asked.add()
 		select { // a slow answer, not synchronisation
-		case <-time.After(300 * time.Millisecond):
+		case <-time.After(length):
 		case <-r.Context().Done():
+			return
 		}
+		answered.add() // before the answer leaves: the next check cannot come before this
 	}))
 	defer server.Close()
-	p := probeSpec(spec.Handler{HTTPGet: httpGet(t, server, "/")}, fixed(200), 1, 1)
+	l := fixed(period.Milliseconds())
+	l.maxExecution = 10 * length.Milliseconds()
+	p := probeSpec(spec.Handler{HTTPGet: httpGet(t, server, "/")}, l, 1, 1)
 	events := make(chan Event, 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := Start(ctx, Readiness, p, Target{}, 1, events)
 	defer func() { cancel(); <-done }()
 
-	times := hits.wait(t, 3, 10*time.Second)
-	for i := 1; i < len(times); i++ {
-		// At once: about 300ms. Waiting a period after the end would make it 500ms.
-		if gap := times[i].Sub(times[i-1]); gap < 290*time.Millisecond || gap > 450*time.Millisecond {
-			t.Errorf("gap %d between check starts = %v, want about 300ms (the check's length)", i, gap)
+	starts := asked.wait(t, 3, 20*time.Second)
+	ends := answered.snapshot()
+	for i := 1; i < len(starts); i++ {
+		// At once: a little after the answer. Waiting a period after it would be 1s.
+		if wait := starts[i].Sub(ends[i-1]); wait < 0 || wait > period/2 {
+			t.Errorf("check %d started %v after the answer to check %d, want at once (under %v)", i, wait, i-1, period/2)
 		}
 	}
 }

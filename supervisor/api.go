@@ -190,9 +190,17 @@ func listen(addr string) (net.Listener, string, error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
 		_ = os.Remove(path)
 	}
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
+	// The socket is made 0600 before bind (Linux gives the socket file the mode of
+	// the socket), not by changing the umask: that is the whole process's, and the
+	// API comes up while containers start.
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = syscall.Fchmod(int(fd), 0o600) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	ln, err := lc.Listen(context.Background(), "unix", path)
 	if err != nil {
 		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
 	}

@@ -61,7 +61,7 @@ containers:
     liveness_probe:
       tcp_socket: {host: 127.0.0.1, port: %d}
       time_limit: {initial_delay_ms: 10, min_restart_period_ms: 50, max_restart_period_ms: 50}
-`, probePort), runOpts{pid1: true,
+`, probePort), runOpts{
 		wrap: []string{"prlimit", "--nofile=1024:1024"},
 		args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort)}})
 	tp.waitStatus(10*time.Second, "web alive", func(d status.Document) bool {
@@ -151,7 +151,7 @@ func TestChildGetsOriginalFDLimit(t *testing.T) {
 containers:
   - name: limits
     command: ["sh", "-c", "ulimit -Sn > {DIR}/soft.tmp && mv {DIR}/soft.tmp {DIR}/soft; exec sleep 600"]
-`, runOpts{pid1: true, wrap: []string{"prlimit", "--nofile=512:2048"}})
+`, runOpts{wrap: []string{"prlimit", "--nofile=512:2048"}})
 	if got := strings.TrimSpace(waitFile(t, 10*time.Second, filepath.Join(tp.dir, "soft"))); got != "512" {
 		t.Errorf("the container's soft descriptor limit is %s, want the original 512", got)
 	}
@@ -231,7 +231,7 @@ func TestBearerSchemeAnyCase(t *testing.T) {
 containers:
   - name: app
     command: ["sleep", "600"]
-`, runOpts{pid1: true, args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", addr, "--api-token-file", tokenFile}})
+`, runOpts{args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", addr, "--api-token-file", tokenFile}})
 	tp.waitStatus(10*time.Second, "app running", func(d status.Document) bool {
 		return containerStatus(d, "app").State == status.Running
 	})

@@ -67,7 +67,7 @@ func TestCLIRunFlagsAfterSpec(t *testing.T) {
 containers:
   - name: app
     command: ["sh", "-c", "touch {DIR}/{greeting}; exec sleep 600"]
-`, runOpts{pid1: true, after: []string{"--listen", "unix:{DIR}/api.sock", "--var", "greeting=hello"}})
+`, runOpts{after: []string{"--listen", "unix:{DIR}/api.sock", "--var", "greeting=hello"}})
 	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "hello"))
 	api := "unix:" + filepath.Join(tp.dir, "api.sock")
 	waitFor(t, 10*time.Second, "tend status on the --listen socket", func() (bool, string) {
@@ -97,7 +97,7 @@ containers:
     command: ["sleep", "600"]
   - name: b
     command: ["sleep", "600"]
-`, runOpts{pid1: true, args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", tcp, "--api-token-file", tokenFile}})
+`, runOpts{args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", tcp, "--api-token-file", tokenFile}})
 	running := func(d status.Document) bool {
 		return containerStatus(d, "a").State == status.Running && containerStatus(d, "b").State == status.Running
 	}

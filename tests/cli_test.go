@@ -127,7 +127,7 @@ func TestCannotListenExits1(t *testing.T) {
 containers:
   - name: app
     command: ["sleep", "600"]
-`, runOpts{pid1: true, args: []string{"--listen", ln.Addr().String()}})
+`, runOpts{args: []string{"--listen", ln.Addr().String()}})
 	if code := tp.wait(10e9); code != 1 {
 		t.Errorf("exit code = %d, want 1", code)
 	}

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -115,9 +116,9 @@ func TestTokenOverTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	withToken := "127.0.0.1:" + itoa(freePort(t))
-	tp := start(t, spec, runOpts{pid1: true, args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", withToken, "--api-token-file", tokenFile}})
+	tp := start(t, spec, runOpts{args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", withToken, "--api-token-file", tokenFile}})
 	noToken := "127.0.0.1:" + itoa(freePort(t))
-	tp2 := start(t, spec, runOpts{pid1: true, args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", noToken}})
+	tp2 := start(t, spec, runOpts{args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", noToken}})
 	tp.waitStatus(10*time.Second, "running", func(d status.Document) bool { return containerStatus(d, "app").State == status.Running })
 	tp2.waitStatus(10*time.Second, "running", func(d status.Document) bool { return containerStatus(d, "app").State == status.Running })
 
@@ -343,4 +344,218 @@ containers:
 	if n := len(lines(t, filepath.Join(tp.dir, "a"))); n != 1 {
 		t.Errorf("a started %d times, want 1", n)
 	}
+}
+
+// An explicit start or restart is a fresh start: the backoff of the crashes before it
+// does not carry over, however the request and the stop interleave (a restart while
+// running already resets it).
+func TestStartResetsBackoff(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: crash
+    command: [sh, -c, "exit 1"]
+    restart_policy: {min_period_ms: 100, max_period_ms: 60000, backoff: 100, max_jitter_ms: 0, stable_after_ms: 60000}
+`)
+	// After two short runs the next start is 10 s away.
+	inLongBackoff := func(d status.Document) bool {
+		c := containerStatus(d, "crash")
+		return c.State == status.Backoff && c.NextStartAt != nil && c.LastExit != nil && c.NextStartAt.Sub(c.LastExit.At.Time) > 5*time.Second
+	}
+	// The first run after a fresh start waits min_period_ms, not 60 s.
+	shortBackoff := func(after int) func(d status.Document) bool {
+		return func(d status.Document) bool {
+			c := containerStatus(d, "crash")
+			return c.Restarts > after && c.State == status.Backoff && c.NextStartAt != nil && c.LastExit != nil &&
+				c.NextStartAt.Sub(c.LastExit.At.Time) < 5*time.Second
+		}
+	}
+	doc := tp.waitStatus(10*time.Second, "a long backoff", inLongBackoff)
+	if code := post(t, tp, "/v1/containers/crash/stop"); code != 200 {
+		t.Fatalf("stop: %d", code)
+	}
+	tp.waitStatus(10*time.Second, "stopped", func(d status.Document) bool { return containerStatus(d, "crash").State == status.Stopped })
+	if code := post(t, tp, "/v1/containers/crash/start"); code != 200 {
+		t.Fatalf("start: %d", code)
+	}
+	restarts := containerStatus(doc, "crash").Restarts
+	tp.waitStatus(5*time.Second, "a short backoff after stop and start", shortBackoff(restarts))
+
+	doc = tp.waitStatus(10*time.Second, "a long backoff again", inLongBackoff)
+	if code := post(t, tp, "/v1/containers/crash/restart"); code != 200 {
+		t.Fatalf("restart: %d", code)
+	}
+	tp.waitStatus(5*time.Second, "a short backoff after a restart in backoff", shortBackoff(containerStatus(doc, "crash").Restarts))
+}
+
+// A reload that fails while building its containers (here a log file that cannot be
+// opened) changes nothing: a target_state change in the same reload is not applied.
+func TestFailedReloadChangesNothing(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: a
+    command: [sleep, "600"]
+`)
+	doc := tp.waitStatus(10*time.Second, "a running", func(d status.Document) bool {
+		return containerStatus(d, "a").State == status.Running
+	})
+	pidA := *containerStatus(doc, "a").Pid
+	if err := os.WriteFile(filepath.Join(tp.dir, "blocker"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeSpec(t, tp, `
+containers:
+  - name: a
+    command: [sleep, "600"]
+    target_state: removed
+  - name: b
+    command: [sleep, "600"]
+    log: {file: "{DIR}/blocker/b.log"}
+`)
+	tp.signal(syscall.SIGHUP)
+	doc = tp.waitStatus(10*time.Second, "reload_error", func(d status.Document) bool { return d.ReloadError != "" })
+	if a := containerStatus(doc, "a"); a.State != status.Running || a.TargetState != "active" || a.Pid == nil || *a.Pid != pidA {
+		t.Errorf("the failed reload touched a: %+v (pid was %d)", a, pidA)
+	}
+}
+
+// heldReloadSpec has one container x whose stop handler waits for {DIR}/release: a
+// reload that changes x (its VERSION) is in progress until the test releases it.
+const heldReloadSpec = `
+containers:
+  - name: x
+    env: [{name: VERSION, value: "1"}]
+    command: [sh, -c, "trap 'exit 0' TERM; echo $VERSION >> {DIR}/x-up; while true; do sleep 0.02; done"]
+    stop_policy:
+      exec: {command: [sh, -c, "touch {DIR}/x-handler; while [ ! -e {DIR}/release ]; do sleep 0.02; done"]}
+      time_limit: {max_execution_time_ms: 60000}
+`
+
+// startHeldReload runs tend on heldReloadSpec and reloads it with x changed; it
+// returns once the reload waits in the old x's stop handler, with the function that
+// lets the handler end.
+func startHeldReload(t *testing.T) (tp *tend, release func()) {
+	t.Helper()
+	tp = start(t, heldReloadSpec)
+	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "x-up"))
+	writeSpec(t, tp, strings.ReplaceAll(heldReloadSpec, `"1"`, `"2"`))
+	tp.signal(syscall.SIGHUP)
+	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "x-handler"))
+	return tp, func() {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(tp.dir, "release"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// postAsync POSTs path in the background; the channel receives the status code, or
+// -1 when the request failed.
+func postAsync(tp *tend, path string) <-chan int {
+	code := make(chan int, 1)
+	go func() {
+		resp, err := tp.client().Post("http://tend"+path, "", nil)
+		if err != nil {
+			code <- -1
+			return
+		}
+		resp.Body.Close()
+		code <- resp.StatusCode
+	}()
+	return code
+}
+
+// A reload queued behind a reload in progress, and one asked for while preparing, are
+// answered when the instance shuts down instead, rather than left hanging.
+func TestQueuedReloadAnsweredAtShutdown(t *testing.T) {
+	expect := func(t *testing.T, got <-chan int) {
+		t.Helper()
+		select {
+		case code := <-got:
+			if code != http.StatusConflict {
+				t.Errorf("queued reload answered %d, want %d (the instance is stopping)", code, http.StatusConflict)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("queued reload not answered")
+		}
+	}
+	t.Run("behind a reload", func(t *testing.T) {
+		tp, release := startHeldReload(t)
+		got := postAsync(tp, "/v1/reload")
+		waitFor(t, 5*time.Second, "the reload queued", func() (bool, string) {
+			return strings.Contains(tp.stderr.String(), "reload queued"), ""
+		})
+		tp.signal(syscall.SIGTERM)
+		release()
+		expect(t, got)
+		if code := tp.wait(10 * time.Second); code != 0 {
+			t.Errorf("exit code = %d, want 0", code)
+		}
+	})
+	t.Run("while preparing", func(t *testing.T) {
+		tp := start(t, `
+init_containers:
+  - name: slow
+    command: [sh, -c, "touch {DIR}/init-up; exec sleep 600"]
+containers:
+  - name: app
+    command: [sleep, "600"]
+`)
+		waitFile(t, 10*time.Second, filepath.Join(tp.dir, "init-up"))
+		got := postAsync(tp, "/v1/reload")
+		waitFor(t, 5*time.Second, "the reload queued", func() (bool, string) {
+			return strings.Contains(tp.stderr.String(), "reload queued"), ""
+		})
+		tp.signal(syscall.SIGTERM)
+		expect(t, got)
+		if code := tp.wait(10 * time.Second); code != 0 {
+			t.Errorf("exit code = %d, want 0", code)
+		}
+	})
+}
+
+// Reloads queued behind a reload in progress are all answered, also when the first
+// of them finds an invalid spec (it used to leave the others queued for good).
+func TestInvalidQueuedReloadDoesNotStrandOthers(t *testing.T) {
+	tp, release := startHeldReload(t)
+	writeSpec(t, tp, "containers: [{name: bad, command: []}]\n")
+	answers := []<-chan int{postAsync(tp, "/v1/reload"), postAsync(tp, "/v1/reload")}
+	waitFor(t, 5*time.Second, "two reloads queued", func() (bool, string) {
+		n := strings.Count(tp.stderr.String(), "reload queued")
+		return n >= 2, fmt.Sprint(n)
+	})
+	release()
+	for i, answer := range answers {
+		select {
+		case code := <-answer:
+			if code != http.StatusUnprocessableEntity {
+				t.Errorf("queued reload of an invalid spec answered %d, want %d", code, http.StatusUnprocessableEntity)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %d of 2 queued reloads answered", i)
+		}
+	}
+}
+
+// A `stop NAME` that arrives while a reload is replacing NAME is queued until the
+// reload is done (README: requests during a reload are queued) and then stops the new
+// container; it used to go to the old container being stopped and be lost.
+func TestStopDuringReloadOfSameContainer(t *testing.T) {
+	tp, release := startHeldReload(t)
+	answer := postAsync(tp, "/v1/containers/x/stop")
+	waitFor(t, 5*time.Second, "the stop request handled or queued", func() (bool, string) {
+		return strings.Contains(tp.stderr.String(), "queued") || len(answer) > 0, ""
+	})
+	release()
+	select {
+	case code := <-answer:
+		if code != http.StatusOK {
+			t.Errorf("stop during the reload answered %d, want 200", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("stop during the reload not answered")
+	}
+	tp.waitStatus(10*time.Second, "the new x stopped for good", func(d status.Document) bool {
+		x := containerStatus(d, "x")
+		return d.ReloadError == "" && x.State == status.Stopped && x.TargetState == "removed"
+	})
 }

@@ -1,13 +1,15 @@
 // Package tests runs the real tend binary with real children, signals and sockets.
 // Each tend runs as PID 1 of its own PID namespace (unshare --pid --fork
-// --mount-proc --kill-child), so whatever a test leaves behind dies with it.
+// --mount-proc --kill-child) where the machine allows one (as root), so whatever a
+// test leaves behind dies with it. Elsewhere tend runs as a plain child, the harness
+// kills what it leaves by process group, and the tests that need tend as PID 1 are
+// skipped.
 package tests
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/tend-sh/tend/internal/testutil"
 	"net"
 	"net/http"
 	"os"
@@ -19,12 +21,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tend-sh/tend/internal/testutil"
 	"github.com/tend-sh/tend/status"
 )
 
 var tendBin string
 
+// noPIDNamespace says why tend cannot run as PID 1 of a new PID namespace here (not
+// root, or a kernel or container that refuses one); "" when it can.
+var noPIDNamespace string
+
 func TestMain(m *testing.M) {
+	if out, err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "true").CombinedOutput(); err != nil {
+		noPIDNamespace = fmt.Sprintf("unshare --pid --fork --mount-proc --kill-child true: %v: %s", err, strings.TrimSpace(string(out)))
+		fmt.Fprintf(os.Stderr, "tests: no PID namespace (%s): tend runs as a plain child, the tests that need it as PID 1 are skipped\n", noPIDNamespace)
+	}
 	dir, err := os.MkdirTemp("", "tend-test-bin")
 	if err != nil {
 		panic(err)
@@ -60,8 +71,22 @@ type tend struct {
 	err    error
 }
 
+// runAs is how a test runs tend.
+type runAs int
+
+const (
+	// isolated (the default): PID 1 of a new PID namespace where the machine allows
+	// one, so that what the test leaves dies with it; else a plain child.
+	isolated runAs = iota
+	// asPID1: PID 1 of a new PID namespace, for tests of what only PID 1 does; they
+	// are skipped where no namespace can be made.
+	asPID1
+	// asChild: a plain child of the test, as a foreground command (a child subreaper).
+	asChild
+)
+
 type runOpts struct {
-	pid1    bool     // run as PID 1 of a new PID namespace (default for isolation)
+	as      runAs
 	discard bool     // send tend's stdout to /dev/null (floods)
 	args    []string // extra flags for `tend run`, before SPEC
 	after   []string // extra arguments after SPEC
@@ -69,13 +94,25 @@ type runOpts struct {
 	wrap    []string // a command that runs tend (e.g. prlimit --nofile=S:H); it must exec it
 }
 
+// needPID1 skips t where tend cannot run as PID 1 of a new PID namespace.
+func needPID1(t *testing.T) {
+	t.Helper()
+	if noPIDNamespace != "" {
+		t.Skipf("needs tend as PID 1 of a new PID namespace, which this machine refuses (run the tests as root): %s", noPIDNamespace)
+	}
+}
+
 // start writes spec (with {DIR} replaced by the test's directory) and runs tend on it.
 func start(t *testing.T, specText string, opts ...runOpts) *tend {
 	t.Helper()
-	o := runOpts{pid1: true}
+	var o runOpts
 	if len(opts) > 0 {
 		o = opts[0]
 	}
+	if o.as == asPID1 {
+		needPID1(t)
+	}
+	inNamespace := o.as == asPID1 || (o.as == isolated && noPIDNamespace == "")
 	dir := t.TempDir()
 	specText = strings.ReplaceAll(specText, "{DIR}", dir)
 	path := filepath.Join(dir, "spec.yaml")
@@ -93,7 +130,7 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 	}
 	argv := append(append(append([]string(nil), o.wrap...), tendBin), args...)
 	var cmd *exec.Cmd
-	if o.pid1 {
+	if inNamespace {
 		cmd = exec.Command("unshare", append([]string{"--pid", "--fork", "--mount-proc", "--kill-child"}, argv...)...)
 	} else {
 		cmd = exec.Command(argv[0], argv[1:]...)
@@ -115,19 +152,12 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 		select {
 		case <-tp.done:
 		default:
-			if !o.pid1 {
-				// Outside a PID namespace the containers' groups would outlive tend:
-				// kill the ones it reports first.
-				if doc, ok := tp.status(); ok {
-					for _, c := range doc.Containers {
-						if c.Pid != nil {
-							_ = syscall.Kill(-*c.Pid, syscall.SIGKILL)
-						}
-					}
-				}
+			if inNamespace {
+				// The namespace dies with its PID 1; unshare --kill-child takes it down.
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			} else {
+				killTree(cmd.Process.Pid)
 			}
-			// The namespace dies with its PID 1; unshare --kill-child takes it down.
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-tp.done
 		}
 		if t.Failed() {
@@ -138,6 +168,72 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 	return tp
 }
 
+// killTree kills tend (pid, the leader of its process group) and every process
+// below it. tend is a child subreaper, so whatever its containers started, also a
+// process that left their process groups, stays below it until it dies: tend is
+// stopped first so that it starts nothing new, then the processes below it and their
+// groups are killed until none is left, then tend's group.
+func killTree(pid int) {
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		below := descendants(pid)
+		if len(below) == 0 || time.Now().After(deadline) {
+			break
+		}
+		for _, p := range below {
+			_ = syscall.Kill(-p, syscall.SIGKILL) // its group, if it leads one
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline: the kills land asynchronously
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// descendants lists the living (not zombie) processes below pid, from /proc.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	living := map[int]bool{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		state, ppid, ok := procStat(p)
+		if !ok {
+			continue
+		}
+		children[ppid] = append(children[ppid], p)
+		living[p] = state != "Z"
+	}
+	var below []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		p := queue[0]
+		if living[p] {
+			below = append(below, p)
+		}
+		queue = append(queue, children[p]...)
+	}
+	return below
+}
+
+// procStat reads the state and the parent of pid from /proc/PID/stat.
+func procStat(pid int) (state string, ppid int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, false
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, so cut at the last ')'.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return f[0], ppid, err == nil
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return "..." + s[len(s)-n:]
@@ -145,7 +241,7 @@ func tail(s string, n int) string {
 	return s
 }
 
-// pid is tend's pid as seen from the test: the child of unshare in PID 1 mode.
+// pid is tend's pid as seen from the test: the child of unshare in a PID namespace.
 func (tp *tend) pid() int {
 	tp.t.Helper()
 	if tp.cmd.Args[0] != "unshare" {

@@ -23,7 +23,7 @@ containers:
   - name: web
     command: ["sh", "-c", "yes 0123456789012345678901234567890123456789012345678901234567890123456789 | head -c 40000000; touch {DIR}/written; exec sleep 600"]
     log: {file: logs/web.log, max_size_mb: 1, max_files: 3}
-`, runOpts{pid1: true, discard: true})
+`, runOpts{discard: true})
 	logs := filepath.Join(tp.dir, "logs")
 	const bound = 4 << 20
 	var peakBytes int64

@@ -41,7 +41,7 @@ containers:
     command: ["sh", "-c", "while [ ! -e {DIR}/go ]; do sleep 0.01; done; head -c 100000000 /dev/zero | tr '\\0' a; touch {DIR}/endless.done; exec sleep 600"]
   - name: lines
     command: ["sh", "-c", "while [ ! -e {DIR}/go ]; do sleep 0.01; done; yes 'a short line of output' | head -c 100000000; touch {DIR}/lines.done; exec sleep 600"]
-`, runOpts{pid1: true, discard: true})
+`, runOpts{discard: true})
 	pid := tp.pid()
 	tp.waitStatus(10*time.Second, "running", func(d status.Document) bool { return d.State == status.InstanceRunning })
 	before := vmHWM(t, pid)

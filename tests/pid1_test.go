@@ -23,14 +23,7 @@ func zombieChildren(pid int) []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so cut at the last ')'.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) >= 2 && f[0] == "Z" && f[1] == strconv.Itoa(pid) {
+		if state, ppid, ok := procStat(p); ok && state == "Z" && ppid == pid {
 			zs = append(zs, p)
 		}
 	}
@@ -47,7 +40,7 @@ containers:
     restart_policy: {min_period_ms: 10, backoff: 50, max_jitter_ms: 0, stable_after_ms: 60000, mode: on_failure}
   - name: keeper
     command: ["sleep", "600"]
-`)
+`, runOpts{as: asPID1})
 	tendPid := tp.pid()
 	// Stop the spawner after two rounds (500 orphans) by asking for it over the API,
 	// while it waits 500 ms in backoff (backoff 50): a stop that came after the third
@@ -99,7 +92,7 @@ func TestSubreaperAndSignalForwarding(t *testing.T) {
 containers:
   - name: app
     command: ["sh", "-c", "trap 'echo usr1 >> {DIR}/signals' USR1; (sleep 0.1 &); touch {DIR}/up; while true; do sleep 0.05; done"]
-`, runOpts{pid1: false})
+`, runOpts{as: asChild})
 	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "up"))
 	tendPid := tp.pid()
 	tp.signal(syscall.SIGUSR1)

@@ -68,7 +68,7 @@ containers:
     restart_policy: {min_period_ms: 1000, max_jitter_ms: 0}
   - name: steady
     command: ["sleep", "600"]
-`, runOpts{pid1: true, args: []string{"--report-url", rr.url}})
+`, runOpts{args: []string{"--report-url", rr.url}})
 	tp.waitStatus(10*time.Second, "flaky running after one crash", func(d status.Document) bool {
 		c := containerStatus(d, "flaky")
 		return c.State == status.Running && c.Restarts == 1 && d.Ready.True()

@@ -40,7 +40,7 @@ func TestReportOnChangeAndHeartbeat(t *testing.T) {
 containers:
   - name: app
     command: ["sleep", "600"]
-`, runOpts{pid1: true, args: []string{"--report-url", "http://" + ln.Addr().String() + "/report", "--report-interval", "300ms"}})
+`, runOpts{args: []string{"--report-url", "http://" + ln.Addr().String() + "/report", "--report-interval", "300ms"}})
 	waitFor(t, 10*time.Second, "a report of the running container and two heartbeats after it", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -73,7 +73,7 @@ containers:
   - name: crash
     command: ["sh", "-c", "echo x >> {DIR}/starts; exit 1"]
     restart_policy: {min_period_ms: 20, max_period_ms: 20, max_jitter_ms: 0}
-`, runOpts{pid1: true, args: []string{"--report-url", "http://" + ln.Addr().String() + "/report", "--report-interval", "100ms"}})
+`, runOpts{args: []string{"--report-url", "http://" + ln.Addr().String() + "/report", "--report-interval", "100ms"}})
 	begin := time.Now()
 	waitFor(t, 10*time.Second, "20 restarts", func() (bool, string) {
 		n := len(lines(t, filepath.Join(tp.dir, "starts")))

@@ -242,7 +242,7 @@ func TestResourcePartialDownloadsRemovedAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	listen := runOpts{pid1: true, args: []string{"--listen", "unix:{DIR}/tend.sock"}}
+	listen := runOpts{args: []string{"--listen", "unix:{DIR}/tend.sock"}}
 	parts := func(dir string) []string {
 		m, _ := filepath.Glob(filepath.Join(dir, ".*.tend-part-[0-9]*"))
 		return m

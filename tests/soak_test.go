@@ -53,7 +53,7 @@ containers:
 		}
 		return s
 	}
-	tp := start(t, specText(false), runOpts{pid1: true, discard: true, args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort)}})
+	tp := start(t, specText(false), runOpts{discard: true, args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort)}})
 	pid := tp.pid()
 	tp.waitStatus(10*time.Second, "web running", func(d status.Document) bool {
 		return containerStatus(d, "web").State == status.Running

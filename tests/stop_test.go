@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,9 +85,10 @@ func httpServerHelper(args []string) int {
 	return code
 }
 
-// startStop is start with two more placeholders: {EV} is a command that appends
-// "NAME EVENT UNIX_NANOS" to {DIR}/events ({EV} NAME EVENT), and {SELF} is this test
-// binary. expand applies the same replacements (and {DIR}) to a spec written later.
+// startStop is start with more placeholders: {EV} is a command that appends
+// "NAME EVENT UNIX_NANOS" to {DIR}/events ({EV} NAME EVENT), {SELF} is this test
+// binary, and {RECORDER NAME} and {RECORDER_IGNORING_TERM NAME} are the commands of
+// recorder. expand applies the same replacements (and {DIR}) to a spec written later.
 func startStop(t *testing.T, specText string) (tp *tend, expand func(string) string) {
 	t.Helper()
 	ev := filepath.Join(t.TempDir(), "ev")
@@ -99,13 +101,32 @@ func startStop(t *testing.T, specText string) (tp *tend, expand func(string) str
 		t.Fatal(err)
 	}
 	placeholders := strings.NewReplacer("{EV}", ev+" {DIR}/events", "{SELF}", self)
-	// The race runtime sleeps a second before exiting (atexit_sleep_ms) to catch
-	// late reports; that would hide how long the shutdown itself took.
-	tp = start(t, placeholders.Replace(specText), runOpts{pid1: true, env: []string{"GORACE=atexit_sleep_ms=0"}})
-	expand = func(s string) string {
-		return strings.ReplaceAll(placeholders.Replace(s), "{DIR}", tp.dir)
-	}
+	replace := func(s string) string { return placeholders.Replace(expandRecorders(s)) }
+	tp = start(t, replace(specText))
+	expand = func(s string) string { return strings.ReplaceAll(replace(s), "{DIR}", tp.dir) }
 	return tp, expand
+}
+
+var recorderPlaceholder = regexp.MustCompile(`\{(RECORDER|RECORDER_IGNORING_TERM) (\w+)\}`)
+
+// expandRecorders replaces {RECORDER NAME} and {RECORDER_IGNORING_TERM NAME} by the
+// commands of recorder.
+func expandRecorders(specText string) string {
+	return recorderPlaceholder.ReplaceAllStringFunc(specText, func(m string) string {
+		sub := recorderPlaceholder.FindStringSubmatch(m)
+		return recorder(sub[2], sub[1] == "RECORDER_IGNORING_TERM")
+	})
+}
+
+// recorder is the command of the usual container of these tests: it records
+// "NAME up" once it runs and "NAME term" on SIGTERM, and then exits 0, or keeps
+// running when ignoreTerm.
+func recorder(name string, ignoreTerm bool) string {
+	onTerm := "{EV} " + name + " term; exit 0"
+	if ignoreTerm {
+		onTerm = "{EV} " + name + " term"
+	}
+	return fmt.Sprintf(`[sh, -c, "trap '%s' TERM; {EV} %s up; while true; do sleep 0.02; done"]`, onTerm, name)
 }
 
 // childEvent is one line of {DIR}/events.
@@ -252,7 +273,7 @@ func TestStopExecHandlerRetriesThenTermThenKill(t *testing.T) {
 	tp, _ := startStop(t, `
 containers:
   - name: app
-    command: [sh, -c, "trap '{EV} app term' TERM; {EV} app up; while true; do sleep 0.02; done"]
+    command: {RECORDER_IGNORING_TERM app}
     stop_policy:
       exec: {command: [sh, -c, "{EV} app handler; exit 1"]}
       max_tries: 3
@@ -294,7 +315,7 @@ containers:
       wait_after_ms: 4000
       term_timeout_ms: 10000
   - name: stays
-    command: [sh, -c, "trap '{EV} stays term; exit 0' TERM; {EV} stays up; while true; do sleep 0.02; done"]
+    command: {RECORDER stays}
     stop_policy:
       exec: {command: [sh, -c, "{EV} stays handler"]}
       max_tries: 3
@@ -413,18 +434,18 @@ func TestBarrierWaitsForIgnoreContainers(t *testing.T) {
 	tp, _ := startStop(t, `
 containers:
   - name: a
-    command: [sh, -c, "trap '{EV} a term; exit 0' TERM; {EV} a up; while true; do sleep 0.02; done"]
+    command: {RECORDER a}
     stop_policy:
       exec: {command: [sh, -c, "{EV} a handler-start; sleep 0.5; {EV} a handler-end"]}
       wait_after_ms: 200
   - name: b
     term_barrier: WAIT
-    command: [sh, -c, "trap '{EV} b term; exit 0' TERM; {EV} b up; while true; do sleep 0.02; done"]
+    command: {RECORDER b}
   - name: c
-    command: [sh, -c, "trap '{EV} c term; exit 0' TERM; {EV} c up; while true; do sleep 0.02; done"]
+    command: {RECORDER c}
   - name: d
     term_barrier: WAIT
-    command: [sh, -c, "trap '{EV} d term; exit 0' TERM; {EV} d up; while true; do sleep 0.02; done"]
+    command: {RECORDER d}
     stop_policy:
       exec: {command: [sh, -c, "{EV} d handler-start; sleep 1.5; {EV} d handler-end"]}
 `)
@@ -456,16 +477,46 @@ containers:
 	}
 }
 
+// A container that is not running and waits at the TERM barrier (WAIT) must not count
+// as an IGNORE container arriving: here the crash-looping WAIT container would open
+// the barrier for w before a's stop handler has ended.
+func TestBarrierIdleWaitContainerDoesNotOpen(t *testing.T) {
+	tp, _ := startStop(t, `
+containers:
+  - name: a
+    command: {RECORDER a}
+    stop_policy:
+      exec: {command: [sh, -c, "{EV} a handler-start; sleep 0.5; {EV} a handler-end"]}
+  - name: w
+    term_barrier: WAIT
+    command: {RECORDER w}
+  - name: crash
+    term_barrier: WAIT
+    command: [sh, -c, "{EV} crash start; exit 1"]
+    restart_policy: {min_period_ms: 60000, max_period_ms: 60000, max_jitter_ms: 0}
+`)
+	waitEvent(t, tp, "a", "up", 1)
+	waitEvent(t, tp, "w", "up", 1)
+	tp.waitStatus(10*time.Second, "crash in backoff", func(d status.Document) bool {
+		return containerStatus(d, "crash").State == status.Backoff
+	})
+	termAndWait(t, tp, 10*time.Second)
+	tl := readEvents(t, tp.dir)
+	if wTerm, aEnd := tl.one(t, "w", "term"), tl.one(t, "a", "handler-end"); wTerm.Before(aEnd) {
+		t.Errorf("w (WAIT) got SIGTERM before a's stop handler ended; events:\n%s", tl)
+	}
+}
+
 // A WAIT container alone, or with only other WAIT containers, proceeds at once.
 func TestBarrierWaitAloneProceedsAtOnce(t *testing.T) {
 	tp, _ := startStop(t, `
 containers:
   - name: w1
     term_barrier: WAIT
-    command: [sh, -c, "trap '{EV} w1 term; exit 0' TERM; {EV} w1 up; while true; do sleep 0.02; done"]
+    command: {RECORDER w1}
   - name: w2
     term_barrier: WAIT
-    command: [sh, -c, "trap '{EV} w2 term; exit 0' TERM; {EV} w2 up; while true; do sleep 0.02; done"]
+    command: {RECORDER w2}
 `)
 	waitEvent(t, tp, "w1", "up", 1)
 	waitEvent(t, tp, "w2", "up", 1)
@@ -488,7 +539,7 @@ containers:
       term_timeout_ms: 60000
   - name: w
     term_barrier: WAIT
-    command: [sh, -c, "trap '{EV} w term; exit 0' TERM; {EV} w up; while true; do sleep 0.02; done"]
+    command: {RECORDER w}
 `)
 	waitEvent(t, tp, "w", "up", 1)
 	tp.waitStatus(10*time.Second, "crash in backoff", func(d status.Document) bool {
@@ -513,7 +564,7 @@ func TestDestroyPolicyAfterStop(t *testing.T) {
 	tp, _ := startStop(t, `
 containers:
   - name: stubborn
-    command: [sh, -c, "trap '{EV} stubborn term' TERM; {EV} stubborn up; while true; do sleep 0.02; done"]
+    command: {RECORDER_IGNORING_TERM stubborn}
     stop_policy:
       exec: {command: [sh, -c, "{EV} stubborn handler; exit 1"]}
       term_timeout_ms: 200
@@ -531,7 +582,7 @@ containers:
       max_tries: 3
       time_limit: {initial_delay_ms: 100, min_restart_period_ms: 100, max_restart_period_ms: 100}
   - name: keeper
-    command: [sh, -c, "trap 'exit 0' TERM; {EV} keeper up; while true; do sleep 0.02; done"]
+    command: {RECORDER keeper}
 `)
 	waitEvent(t, tp, "stubborn", "up", 1)
 	waitEvent(t, tp, "keeper", "up", 1)
@@ -570,7 +621,7 @@ func TestStopSecondSignalDuringHandler(t *testing.T) {
 	tp, _ := startStop(t, `
 containers:
   - name: slow
-    command: [sh, -c, "trap '{EV} slow term' TERM; {EV} slow up; while true; do sleep 0.02; done"]
+    command: {RECORDER_IGNORING_TERM slow}
     stop_policy:
       exec: {command: [sh, -c, "{EV} slow handler; sleep 30"]}
       time_limit: {max_execution_time_ms: 60000}
@@ -580,7 +631,7 @@ containers:
       time_limit: {initial_delay_ms: 30000}
   - name: waiter
     term_barrier: WAIT
-    command: [sh, -c, "trap '{EV} waiter term' TERM; {EV} waiter up; while true; do sleep 0.02; done"]
+    command: {RECORDER_IGNORING_TERM waiter}
     stop_policy: {term_timeout_ms: 60000}
 `)
 	waitEvent(t, tp, "slow", "up", 1)
@@ -614,7 +665,7 @@ containers:
       term_timeout_ms: 60000
   - name: b
     term_barrier: WAIT
-    command: [sh, -c, "trap '{EV} b term; exit 0' TERM; {EV} b up; while true; do sleep 0.02; done"]
+    command: {RECORDER b}
 `)
 	waitEvent(t, tp, "a", "up", 1)
 	waitEvent(t, tp, "b", "up", 1)
@@ -714,11 +765,11 @@ func TestStopContainersConcurrently(t *testing.T) {
 	tp, _ := startStop(t, `
 containers:
   - name: one
-    command: [sh, -c, "trap 'exit 0' TERM; {EV} one up; while true; do sleep 0.02; done"]
+    command: {RECORDER one}
     stop_policy:
       exec: {command: [sh, -c, "{EV} one handler-start; sleep 0.8; {EV} one handler-end"]}
   - name: two
-    command: [sh, -c, "trap 'exit 0' TERM; {EV} two up; while true; do sleep 0.02; done"]
+    command: {RECORDER two}
     stop_policy:
       exec: {command: [sh, -c, "{EV} two handler-start; sleep 0.8; {EV} two handler-end"]}
 `)
@@ -755,18 +806,18 @@ func TestBarrierShutdownDuringReload(t *testing.T) {
 containers:
   - name: w
     term_barrier: WAIT
-    command: [sh, -c, "trap '{EV} w term; exit 0' TERM; {EV} w up; while true; do sleep 0.02; done"]
+    command: {RECORDER w}
   - name: v
-    command: [sh, -c, "trap 'exit 0' TERM; {EV} v up; while true; do sleep 0.02; done"]
+    command: {RECORDER v}
     stop_policy:
       exec: {command: [sh, -c, "{EV} v handler-start; while [ ! -e {DIR}/release-v ]; do sleep 0.02; done; {EV} v handler-end"]}
       time_limit: {max_execution_time_ms: 60000}
   - name: x
     env: [{name: VERSION, value: "1"}]
-    command: [sh, -c, "trap '{EV} x term; exit 0' TERM; {EV} x up; while true; do sleep 0.02; done"]
+    command: {RECORDER x}
   - name: z1
     env: [{name: VERSION, value: "1"}]
-    command: [sh, -c, "trap 'exit 0' TERM; {EV} z1 up; while true; do sleep 0.02; done"]
+    command: {RECORDER z1}
     stop_policy:
       exec: {command: [sh, -c, "{EV} z1 handler-start; while [ ! -e {DIR}/release-z1 ]; do sleep 0.02; done; {EV} z1 handler-end"]}
       time_limit: {max_execution_time_ms: 60000}
@@ -774,7 +825,7 @@ containers:
       exec: {command: [sh, -c, "{EV} z1 destroy"]}
   - name: z2
     env: [{name: VERSION, value: "1"}]
-    command: [sh, -c, "trap 'exit 0' TERM; {EV} z2 up; while true; do sleep 0.02; done"]
+    command: {RECORDER z2}
     stop_policy:
       exec: {command: [sh, -c, "{EV} z2 handler-start; while [ ! -e {DIR}/release-z2 ]; do sleep 0.02; done; {EV} z2 handler-end"]}
       time_limit: {max_execution_time_ms: 60000}

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,12 +15,8 @@ import (
 
 // alive reports whether pid is a living (not zombie) process.
 func alive(pid int) bool {
-	b, err := readFileString("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(b, ')')
-	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
+	state, _, ok := procStat(pid)
+	return ok && state != "Z"
 }
 
 // Processes that left their container's process group (setsid, a daemon's double
@@ -33,7 +30,7 @@ containers:
   - name: stopped
     command: ["sh", "-c", "trap 'echo term > {DIR}/stopped.term; exit 0' TERM; touch {DIR}/stopped.up; sleep 600 & wait $!"]
     stop_policy: {term_timeout_ms: 20000}
-`, runOpts{pid1: false})
+`, runOpts{as: asChild})
 	var pids []int
 	for _, f := range []string{"setsid.pid", "daemon.pid"} {
 		var pid int
@@ -65,7 +62,50 @@ containers:
 	}
 }
 
-func readFileString(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	return string(b), err
+// children lists the pids of pid's children.
+func children(t *testing.T, pid int) []string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))
+}
+
+// pipes counts the pipes tend holds open.
+func pipes(t *testing.T, pid int) int {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if target, _ := os.Readlink(filepath.Join(dir, e.Name())); strings.HasPrefix(target, "pipe:") {
+			n++
+		}
+	}
+	return n
+}
+
+// What a container's process leaves behind in its process group is killed when the
+// process exits, so restarts accumulate neither processes nor output pipes in tend.
+func TestRestartsLeaveNothingBehind(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: flap
+    command: [sh, -c, "echo x >> {DIR}/starts; sleep 600 & if [ $(wc -l < {DIR}/starts) -ge 30 ]; then exec sleep 600; fi; exit 1"]
+    restart_policy: {min_period_ms: 0, max_jitter_ms: 0}
+`)
+	pid := tp.pid()
+	tp.waitStatus(20*time.Second, "30 starts, the last one running", func(d status.Document) bool {
+		c := containerStatus(d, "flap")
+		return c.Restarts >= 29 && c.State == status.Running
+	})
+	// The leftovers of the exited runs die (and their pipes close) soon after each exit.
+	waitFor(t, 5*time.Second, "the leftovers of 29 exited runs gone", func() (bool, string) {
+		kids, n := children(t, pid), pipes(t, pid)
+		return len(kids) <= 3 && n <= 10, fmt.Sprintf("%d children %v, %d pipes", len(kids), kids, n)
+	})
 }

@@ -61,7 +61,7 @@ func configMapSwap(t *testing.T, dir, version, content string) {
 // reload_error.
 func TestWatch(t *testing.T) {
 	v1 := "containers:\n  - {name: a, command: sleep 1000}\n"
-	tp := start(t, v1, runOpts{pid1: true, env: []string{"TEND_WATCH=true"}})
+	tp := start(t, v1, runOpts{env: []string{"TEND_WATCH=true"}})
 	path := filepath.Join(tp.dir, "spec.yaml")
 	doc := tp.waitStatus(10*time.Second, "a running", func(d status.Document) bool {
 		return containerStatus(d, "a").State == status.Running

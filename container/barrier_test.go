@@ -34,7 +34,7 @@ func loadContainer(t *testing.T, yaml string) *Container {
 // A WAIT container that is not running is not counted by the TERM barrier, so its
 // shutdown must not arrive at it: the barrier stays closed for the IGNORE container
 // it counts, whether the WAIT container has a destroy policy or not.
-func TestReviewIdleWaitContainerDoesNotArrive(t *testing.T) {
+func TestIdleWaitContainerDoesNotArriveAtBarrier(t *testing.T) {
 	for name, extra := range map[string]string{
 		"no destroy":   "",
 		"with destroy": "    destroy_policy: {exec: {command: [\"true\"]}}\n",
