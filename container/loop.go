@@ -440,17 +440,39 @@ func (l *loop) setState(state status.State) {
 	l.publish()
 }
 
-// publish stores an immutable snapshot of the status for readers.
+// publish stores an immutable snapshot of the status for readers, and logs every
+// change of the ready and alive conditions: the console shows a container going
+// not-ready, not only its exits.
 func (l *loop) publish() {
 	snap := l.st
 	if l.st.LastExit != nil {
 		x := *l.st.LastExit
 		snap.LastExit = &x
 	}
-	l.c.status.Store(&snap)
+	prev := l.c.status.Swap(&snap)
+	l.logTransition("ready", prev.Ready, snap.Ready)
+	l.logTransition("alive", prev.Alive, snap.Alive)
 	if l.cfg.Changed != nil {
 		l.cfg.Changed()
 	}
+}
+
+func (l *loop) logTransition(what string, prev, next status.Condition) {
+	if prev.Status == next.Status {
+		return
+	}
+	ev := l.log.Info()
+	if !next.True() && l.state == status.Running {
+		ev = l.log.Warn() // a running container that went not ready or not alive
+	}
+	if next.Message != "" {
+		ev = ev.Str("detail", next.Message)
+	}
+	msg := what
+	if !next.True() {
+		msg = "not " + what
+	}
+	ev.Str("reason", next.Reason).Msg(msg)
 }
 
 // removedReason says why a stopped container counts as ready: the spec or a request.

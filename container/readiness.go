@@ -288,6 +288,8 @@ func (l *loop) onNotify(m notifyMsg) {
 // process of the same user (README "Readiness by notification").
 func (l *loop) believe(m notifyMsg) bool {
 	switch {
+	case m.pid == 0:
+		// A sender outside tend's PID namespace: never one of its containers.
 	case m.pgrp == l.proc.Pid():
 		return true
 	case m.pgrp == 0 && m.uid == os.Getuid():
