@@ -10,10 +10,11 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-// RunPolicy runs a notify action or a verify policy: after its initial delay, up to
-// max_tries times with the time_limit period between tries, each bounded by
-// max_execution_time_ms. args are appended to an exec command (the names of the
-// changed resources, seed 001). It returns nil after the first success.
+// RunPolicy runs a notify action or a verify policy by the one policy runner
+// (probes.RunPolicy): after its initial delay, up to max_tries times with the
+// time_limit period between tries, each bounded by max_execution_time_ms. args are
+// appended to an exec command (the names of the changed resources). It returns nil
+// after the first success.
 func RunPolicy(ctx context.Context, p *spec.Policy, target probes.Target, args []string) error {
 	h := p.Handler
 	if h.Exec != nil && len(args) > 0 {
@@ -23,28 +24,17 @@ func RunPolicy(ctx context.Context, p *spec.Policy, target probes.Target, args [
 		}
 		h.Exec = &spec.Exec{Command: spec.Command{List: append(argv, args...), IsList: true}}
 	}
-	tl := restart.FromSpec(p.TimeLimit)
-	if !restart.Sleep(ctx, tl.InitialDelay) {
+	maxTries := max(1, *p.MaxTries) // defaulted and validated by spec
+	tries := 0
+	res := probes.RunPolicy(ctx, h, target, restart.FromSpec(p.TimeLimit), maxTries, nil,
+		func(int, probes.Result) { tries++ })
+	switch {
+	case res.OK:
+		return nil
+	case ctx.Err() != nil:
 		return ctx.Err()
+	case tries > 1:
+		return fmt.Errorf("%d tries failed, last: %s", tries, res.Detail)
 	}
-	maxTries := 1
-	if p.MaxTries != nil && *p.MaxTries > 1 {
-		maxTries = *p.MaxTries
-	}
-	var last string
-	for try, failures := 1, 0; try <= maxTries; try++ {
-		res := probes.Check(ctx, h, target, tl.MaxExecution)
-		if res.OK {
-			return nil
-		}
-		last = res.Detail
-		failures++
-		if try < maxTries && !restart.Sleep(ctx, tl.Period(failures)-res.Duration) {
-			return ctx.Err()
-		}
-	}
-	if maxTries > 1 {
-		return fmt.Errorf("%d tries failed, last: %s", maxTries, last)
-	}
-	return errors.New(last)
+	return errors.New(res.Detail)
 }
