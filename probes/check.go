@@ -26,13 +26,6 @@ import (
 // longer body cannot equal an expected answer short enough to write in a spec.
 const MaxBody = 64 << 10
 
-// Host defaults of SPEC.md §4: HTTP asks localhost, TCP connects to the IPv6 loopback
-// only, as pod_agent does (a server listening only on 127.0.0.1 fails it).
-const (
-	defaultHTTPHost = "localhost"
-	defaultTCPHost  = "::1"
-)
-
 // maxAnswer bounds everything an HTTP check reads from one connection: the status
 // line and headers plus MaxBody of body. A server that sends more fails the check
 // instead of growing tend's memory.
@@ -226,15 +219,11 @@ func sameHTTPGet(a, b spec.HTTPGet) bool {
 // The handler's headers follow tend's; a Host, User-Agent or Accept header replaces
 // tend's own (as kubelet's httpHeaders do).
 func newHTTPRequest(h spec.HTTPGet, keep bool) (httpRequest, string) {
-	hostPort, err := address(h.Host, defaultHTTPHost, h.Port)
+	hostPort, err := address(h.Host, h.Port)
 	if err != nil {
 		return httpRequest{}, err.Error()
 	}
-	path := h.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	target, err := url.Parse("http://" + hostPort + path)
+	target, err := url.Parse("http://" + hostPort + h.Path) // spec made the path absolute
 	if err != nil {
 		return httpRequest{}, fmt.Sprintf("bad url: %v", err)
 	}
@@ -414,7 +403,7 @@ func statusCode(line []byte) (int, bool) {
 
 // checkTCP returns "" when a connection is established, else why not.
 func checkTCP(ctx context.Context, h spec.TCPSocket, timeout time.Duration) string {
-	hostPort, err := address(h.Host, defaultTCPHost, h.Port)
+	hostPort, err := address(h.Host, h.Port)
 	if err != nil {
 		return err.Error()
 	}
@@ -495,10 +484,9 @@ func (w *tail) lastLine() string {
 
 // address joins host (default def; an IPv6 literal may come with or without
 // brackets) and a decimal port.
-func address(host, def, port string) (string, error) {
-	if host == "" {
-		host = def
-	}
+// address joins a defaulted handler's host and port (spec sets both: localhost for
+// http_get, ::1 for tcp_socket, instance.port).
+func address(host, port string) (string, error) {
 	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
 		host = host[1 : len(host)-1]
 	}

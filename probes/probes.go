@@ -98,8 +98,8 @@ func newSchedule(ctx context.Context, kind Kind, p *spec.Probe, t Target, run ui
 		kind:             kind,
 		handler:          p.Handler,
 		limit:            restart.FromSpec(p.TimeLimit),
-		failureThreshold: threshold(p.FailureThreshold),
-		successThreshold: threshold(p.SuccessThreshold),
+		failureThreshold: *p.FailureThreshold, // defaulted and at least 1 (spec)
+		successThreshold: *p.SuccessThreshold,
 		target:           t,
 		run:              run,
 		metrics:          metricsFor(t.Container, kind),
@@ -110,14 +110,6 @@ func newSchedule(ctx context.Context, kind Kind, p *spec.Probe, t Target, run ui
 		// those would only make every container's check fork at the same moment.
 		aligned: p.Handler.Exec == nil,
 	}
-}
-
-// threshold reads a defaulted threshold; a missing or non-positive one acts as 1.
-func threshold(n *int) int {
-	if n == nil || *n < 1 {
-		return 1
-	}
-	return *n
 }
 
 // schedule is one running probe: its settings, its timer and its counters. The

@@ -2,35 +2,25 @@ package restart
 
 import "github.com/tend-sh/tend/spec"
 
-// FromSpec converts a defaulted spec time_limit (nil: all zero) into durations.
+// FromSpec converts a spec time_limit, defaulted by spec.Load (every field set), into
+// durations.
 func FromSpec(t *spec.TimeLimit) TimeLimit {
-	if t == nil {
-		return TimeLimit{BackOff: 1}
-	}
-	backOff := 1.0
-	if t.RestartPeriodBackOff != nil {
-		backOff = *t.RestartPeriodBackOff
-	}
 	return TimeLimit{
 		InitialDelay: spec.Ms(t.InitialDelayMs),
 		MinPeriod:    spec.Ms(t.MinRestartPeriodMs),
 		MaxPeriod:    spec.Ms(t.MaxRestartPeriodMs),
 		Scale:        spec.Ms(t.RestartPeriodScaleMs),
-		BackOff:      backOff,
+		BackOff:      *t.RestartPeriodBackOff,
 		MaxExecution: spec.Ms(t.MaxExecutionTimeMs),
 	}
 }
 
-// PolicyFromSpec converts a defaulted spec restart_policy into durations.
+// PolicyFromSpec converts a restart_policy, defaulted by spec.Load, into durations.
 func PolicyFromSpec(p *spec.RestartPolicy) Policy {
-	backoff := 1.0
-	if p.Backoff != nil {
-		backoff = *p.Backoff
-	}
 	return Policy{
 		MinPeriod:   spec.Ms(p.MinPeriodMs),
 		MaxPeriod:   spec.Ms(p.MaxPeriodMs),
-		Backoff:     backoff,
+		Backoff:     *p.Backoff,
 		MaxJitter:   spec.Ms(p.MaxJitterMs),
 		StableAfter: spec.Ms(p.StableAfterMs),
 	}

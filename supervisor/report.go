@@ -26,10 +26,7 @@ func (sv *Supervisor) startReporter() func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	sv.reportKick = make(chan struct{}, 1)
 	done := make(chan struct{})
-	interval := sv.opts.ReportInterval
-	if interval <= 0 {
-		interval = 3 * time.Minute
-	}
+	interval := sv.opts.ReportInterval // --report-interval, 3m unless given
 	client := &http.Client{Timeout: 10 * time.Second}
 	go func() {
 		defer close(done)
