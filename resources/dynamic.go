@@ -141,10 +141,7 @@ func (r *dynamic) status() status.DynamicResource {
 func (r *dynamic) failing() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.state == StateReady || r.reason == "" {
-		return ""
-	}
-	return r.spec.Name + ": " + r.reason
+	return failingText(r.spec.Name, r.state, r.reason)
 }
 
 // sameVersion reports whether b asks for the version a has: a change of revision,

@@ -120,10 +120,15 @@ func (r *static) status() status.Resource {
 func (r *static) failing() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.state == StateReady || r.reason == "" {
+	return failingText(r.spec.Name, r.state, r.reason)
+}
+
+// failingText is "NAME: reason" of a resource that is not in place, else "".
+func failingText(name, state, reason string) string {
+	if state == StateReady || reason == "" {
 		return ""
 	}
-	return r.spec.Name + ": " + r.reason
+	return name + ": " + reason
 }
 
 // adopt reports whether what is already at the target is this resource: a file
