@@ -204,6 +204,14 @@ func TestProcessComposeDependsOnAndLogLine(t *testing.T) {
 		t.Errorf("warnings:\n%s", w)
 	}
 
+	// tend always stops dependents first: process-compose's ordered_shutdown: true.
+	for ordered, want := range map[string]string{"true": "", "false": "ordered_shutdown: dropped (tend always stops a container before the ones it depends on"} {
+		res := mustConvert(t, []byte("ordered_shutdown: "+ordered+"\nprocesses:\n  a: {command: x}\n"), "pc.yaml", Auto)
+		if got := warningText(res); (want == "" && strings.Contains(got, "ordered_shutdown")) || !strings.Contains(got, want) {
+			t.Errorf("ordered_shutdown: %s: warnings %q, want %q", ordered, got, want)
+		}
+	}
+
 	for _, tc := range []struct{ yml, want string }{
 		{"processes:\n  a: {command: x, depends_on: {b: {condition: process_ready}}}\n  b: {command: x}\n", `processes.a.depends_on.b.condition: unknown condition "process_ready"`},
 		{"processes:\n  a:\n    command: x\n    ready_log_line: up\n    readiness_probe: {exec: {command: x}}\n", "processes.a.ready_log_line: ready_log_line and readiness_probe exclude each other"},
@@ -293,6 +301,13 @@ func TestPodAgentMapping(t *testing.T) {
 	}
 	if h := container(t, s, "logs_transmitter").DestroyPolicy.HTTPGet; h.Port != "18089" || !h.Any {
 		t.Errorf("http destroy %+v", h)
+	}
+	// user and group wait for tend's process identity: a warning until then.
+	res := mustConvert(t, []byte("workloads:\n- id: w\n  start: {command_line: x, user: www, group: www}\n"), "pod.yaml", Auto)
+	for _, want := range []string{"workloads[0].start.user: not supported yet (ignored)", "workloads[0].start.group: not supported yet (ignored)"} {
+		if !strings.Contains(warningText(res), want) {
+			t.Errorf("warnings lack %q:\n%s", want, warningText(res))
+		}
 	}
 	yml := "workloads:\n- id: w\n  start: {command_line: \"awk '{print $1}' f\"}\n  readiness_check: {tcp_check: {port: 8080}}\n  target_state: removed\n"
 	dir := t.TempDir()

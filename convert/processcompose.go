@@ -141,7 +141,6 @@ func (c *conv) pcProcess(f field, sh, arg string, ordered bool) {
 	// process-compose restarts nothing unless availability says so.
 	ct.RestartPolicy = &spec.RestartPolicy{Mode: spec.ModeNever}
 	ct.StopPolicy = &spec.StopPolicy{TermTimeoutMs: ptr[int64](pcShutdownTimeoutSec * 1000)}
-	c.note(p+".stop_policy.term_timeout_ms", "process-compose's default shutdown.timeout_seconds")
 	var entrypoint []string
 	var command *string
 	var logLine *field
@@ -208,6 +207,9 @@ func (c *conv) pcProcess(f field, sh, arg string, ordered bool) {
 	}
 	if logLine != nil {
 		c.pcReadyLogLine(*logLine, ct, p)
+	}
+	if !c.mapped[f.val.path+".shutdown.timeout_seconds"] {
+		c.note(p+".stop_policy.term_timeout_ms", "process-compose's default shutdown.timeout_seconds")
 	}
 	switch {
 	case len(entrypoint) > 0:
