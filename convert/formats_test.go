@@ -60,6 +60,25 @@ func TestSupervisordMapping(t *testing.T) {
 	if cron.TargetState != spec.TargetRemoved || cron.RestartPolicy.Mode != spec.ModeOnFailure {
 		t.Errorf("cron: autostart=false and the default autorestart: %+v", cron)
 	}
+	// supervisord gives up after the first start and startretries retries (default 3).
+	if got := *php.RestartPolicy.MaxFailures; got != 4 {
+		t.Errorf("php-fpm startretries=3: max_failures %d, want 4", got)
+	}
+	if got := *nginx.RestartPolicy.MaxFailures; got != 4 {
+		t.Errorf("nginx, default startretries: max_failures %d, want 4", got)
+	}
+	res := mustConvert(t, []byte("[program:a]\ncommand=x\nstartretries=0\nuser=nobody\n"), "x.conf", Auto)
+	if got := *res.Spec.Containers[0].RestartPolicy.MaxFailures; got != 1 {
+		t.Errorf("startretries=0: max_failures %d, want 1 (the first start only)", got)
+	}
+	for _, want := range []string{
+		"[program:a].startretries: max_failures 1: supervisord gives up after the first start and 0 retries",
+		"[program:a].user: not supported yet (ignored)",
+	} {
+		if !strings.Contains(warningText(res), want) {
+			t.Errorf("warnings lack %q:\n%s", want, warningText(res))
+		}
+	}
 
 	conf := "[program:app]\ncommand=./app --dir %(here)s --host %(host_node_name)s --home %(ENV_HOME)s {x}\nprocess_name=%(program_name)s_%(process_num)02d\nnumprocs=2\nnumprocs_start=1\nautorestart=unexpected\nstdout_logfile=logs/%(program_name)s.log\nstdout_logfile_maxbytes=50MB\nstdout_logfile_backups=3\n"
 	s = mustConvert(t, []byte(conf), "x.conf", Auto).Spec
@@ -103,18 +122,105 @@ func TestProcessComposeMapping(t *testing.T) {
 	if w := container(t, s, "worker"); w.StopPolicy.Exec == nil || i64(w.StopPolicy.WaitAfterMs) != 3000 {
 		t.Errorf("worker stop %+v", w.StopPolicy)
 	}
+	deps := map[string]map[string]string{}
+	for _, c := range s.Containers {
+		deps[c.Name] = c.DependsOn
+	}
+	if want := map[string]map[string]string{
+		"db": nil, "migrate": {"db": "ready"}, "api": {"db": "ready", "migrate": "succeeded"}, "worker": {"api": "ready"},
+	}; !reflect.DeepEqual(deps, want) {
+		t.Errorf("depends_on %v, want %v", deps, want)
+	}
+	if rp := api.ReadinessProbe; rp == nil || rp.LogLine == nil || *rp.LogLine != "api: serving on" {
+		t.Errorf("api readiness (ready_log_line) %+v", rp)
+	}
+	// max_restarts 5: the first run and 5 restarts, none forgotten after a long run.
+	if *rp.MaxFailures != 6 || i64(rp.StableAfterMs) != pcNeverStableMs {
+		t.Errorf("api max_restarts 5: max_failures %d, stable_after_ms %d", *rp.MaxFailures, i64(rp.StableAfterMs))
+	}
 
-	yml := "shell: {shell_command: bash, shell_argument: -lc}\nprocesses:\n  a:\n    command: echo {}\n    disabled: true\n    availability: {restart: exit_on_failure}\n    readiness_probe:\n      http_get: {port: 8080, path: /ok, scheme: https}\n"
+	yml := "shell: {shell_command: bash, shell_argument: -lc}\nprocesses:\n  a:\n    command: echo {}\n    disabled: true\n    availability: {restart: exit_on_failure, max_restarts: 3}\n    readiness_probe:\n      http_get: {port: 8080, path: /ok, scheme: https, headers: {X-Token: [\"a{b}\", c], Accept: text/plain}}\n"
 	res := mustConvert(t, []byte(yml), "pc.yaml", Auto)
 	a := res.Spec.Containers[0]
-	if !reflect.DeepEqual(a.Command.List, []string{"bash", "-lc", "echo {{}}"}) || a.TargetState != spec.TargetRemoved || a.RestartPolicy.Mode != spec.ModeOnFailure {
+	if !reflect.DeepEqual(a.Command.List, []string{"bash", "-lc", "echo {{}}"}) || a.TargetState != spec.TargetRemoved {
 		t.Errorf("a: %+v", a)
 	}
-	if h := a.ReadinessProbe.HTTPGet; h.Host != "127.0.0.1" || h.Port != "8080" || h.Path != "/ok" {
+	// exit_on_failure: no restart, and the first non-zero exit however long the run
+	// shuts the instance down.
+	if rp := a.RestartPolicy; rp.Mode != spec.ModeOnFailure || *rp.MaxFailures != 1 || rp.OnGiveUp != spec.GiveUpShutdown || i64(rp.StableAfterMs) != pcNeverStableMs {
+		t.Errorf("exit_on_failure: restart policy %+v", rp)
+	}
+	h := a.ReadinessProbe.HTTPGet
+	if h.Host != "127.0.0.1" || h.Port != "8080" || h.Path != "/ok" || h.Scheme != spec.SchemeHTTPS {
 		t.Errorf("http_get %+v", h)
 	}
-	if !strings.Contains(warningText(res), "processes.a.readiness_probe.http_get.scheme: not supported yet (ignored)") {
+	if want := []spec.HTTPHeader{{Name: "X-Token", Value: "a{{b}}"}, {Name: "X-Token", Value: "c"}, {Name: "Accept", Value: "text/plain"}}; !reflect.DeepEqual(h.Headers, want) {
+		t.Errorf("headers %+v, want %+v", h.Headers, want)
+	}
+	for _, want := range []string{
+		"processes.a.availability.restart: on_failure with max_failures 1 and on_give_up shutdown",
+		"processes.a.availability.max_restarts: dropped (process-compose counts restarts only with restart always or on_failure)",
+	} {
+		if !strings.Contains(warningText(res), want) {
+			t.Errorf("warnings lack %q:\n%s", want, warningText(res))
+		}
+	}
+	if strings.Contains(warningText(res), "not supported yet") {
 		t.Errorf("warnings:\n%s", warningText(res))
+	}
+}
+
+// depends_on conditions, process-compose's default condition, and ready_log_line as
+// a log_line readiness probe that matches its text literally.
+func TestProcessComposeDependsOnAndLogLine(t *testing.T) {
+	yml := `processes:
+  a: {command: x, ready_log_line: "ready (v1.2) *"}
+  b: {command: x}
+  c:
+    command: x
+    availability: {restart: always, max_restarts: 0}
+    depends_on:
+      a: {condition: process_log_ready}
+      b: {condition: process_healthy}
+      d: {condition: process_completed}
+      e: {condition: process_completed_successfully}
+      f: {condition: process_started}
+      g: {}
+`
+	res := mustConvert(t, []byte(yml), "pc.yaml", Auto)
+	c := container(t, res.Spec, "c")
+	want := map[string]string{"a": "ready", "b": "ready", "d": "completed", "e": "succeeded", "f": "started", "g": "started"}
+	if !reflect.DeepEqual(c.DependsOn, want) {
+		t.Errorf("depends_on %v, want %v", c.DependsOn, want)
+	}
+	if c.RestartPolicy.MaxFailures != nil {
+		t.Errorf("max_restarts 0 (unlimited): max_failures %d, want none", *c.RestartPolicy.MaxFailures)
+	}
+	re := container(t, res.Spec, "a").ReadinessProbe.LogLineRegexp()
+	if re == nil || !re.MatchString("server ready (v1.2) * at :80") || re.MatchString("ready (v1x2) *") {
+		t.Errorf("ready_log_line as %v: want its text matched literally anywhere in a line", re)
+	}
+	if w := warningText(res); w != "" && strings.Contains(w, "depends_on") {
+		t.Errorf("warnings:\n%s", w)
+	}
+
+	// tend always stops dependents first: process-compose's ordered_shutdown: true.
+	for ordered, want := range map[string]string{"true": "", "false": "ordered_shutdown: dropped (tend always stops a container before the ones it depends on"} {
+		res := mustConvert(t, []byte("ordered_shutdown: "+ordered+"\nprocesses:\n  a: {command: x}\n"), "pc.yaml", Auto)
+		if got := warningText(res); (want == "" && strings.Contains(got, "ordered_shutdown")) || !strings.Contains(got, want) {
+			t.Errorf("ordered_shutdown: %s: warnings %q, want %q", ordered, got, want)
+		}
+	}
+
+	for _, tc := range []struct{ yml, want string }{
+		{"processes:\n  a: {command: x, depends_on: {b: {condition: process_ready}}}\n  b: {command: x}\n", `processes.a.depends_on.b.condition: unknown condition "process_ready"`},
+		{"processes:\n  a:\n    command: x\n    ready_log_line: up\n    readiness_probe: {exec: {command: x}}\n", "processes.a.ready_log_line: ready_log_line and readiness_probe exclude each other"},
+		{"processes:\n  a: {command: x, availability: {restart: always, max_restarts: -1}}\n", "processes.a.availability.max_restarts: must not be negative"},
+	} {
+		_, err := Convert([]byte(tc.yml), "pc.yaml", Auto)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.yml, err, tc.want)
+		}
 	}
 }
 
@@ -157,14 +263,22 @@ func TestISSMapping(t *testing.T) {
 	if lp := c.LivenessProbe; lp == nil || lp.Exec.Command.String != "./iss_hook_status" || i64(lp.TimeLimit.MaxExecutionTimeMs) != 1000 || i64(lp.TimeLimit.InitialDelayMs) != 1000 {
 		t.Errorf("liveness %+v", lp)
 	}
+	if i64(c.MaxRunMs) != 0 {
+		t.Errorf("maxExecutionTimeMs 0 (no limit): max_run_ms %d", i64(c.MaxRunMs))
+	}
 
 	job := `[{"@class": "ru.yandex.iss.Job", "slot": "job@h", "resources": {
 	  "iss_hook_start": {"@class": "ru.yandex.iss.Resource", "urls": ["http://h/start"]},
 	  "iss_hook_stop": {"@class": "ru.yandex.iss.Resource", "urls": ["http://h/stop"]},
 	  "geo": {"@class": "ru.yandex.iss.DynamicResource", "urls": ["http://h/geo.tgz"], "verification": {"checksum": "EMPTY:"}}},
-	  "timeLimits": {"iss_hook_stop": {"minRestartPeriodMs": 2000, "maxRestartPeriodMs": 2000, "restartPeriodBackoff": 0}}}]`
-	s = mustConvert(t, []byte(job), "job.json", Auto).Spec
+	  "timeLimits": {"iss_hook_stop": {"minRestartPeriodMs": 2000, "maxRestartPeriodMs": 2000, "restartPeriodBackoff": 0},
+	    "iss_hook_start": {"maxExecutionTimeMs": 30000}}}]`
+	res := mustConvert(t, []byte(job), "job.json", Auto)
+	s = res.Spec
 	c = s.Containers[0]
+	if i64(c.MaxRunMs) != 30000 || !strings.Contains(warningText(res), "[0].timeLimits.iss_hook_start.maxExecutionTimeMs: tend ends a run this long by the stop sequence") {
+		t.Errorf("maxExecutionTimeMs of the start hook: max_run_ms %d, warnings:\n%s", i64(c.MaxRunMs), warningText(res))
+	}
 	if c.RestartPolicy.Mode != spec.ModeOnFailure || c.StopPolicy.Exec.Command.String != "./iss_hook_stop" || *c.StopPolicy.TimeLimit.RestartPeriodBackOff != 1 {
 		t.Errorf("job container %+v stop %+v", c, c.StopPolicy)
 	}
@@ -187,6 +301,13 @@ func TestPodAgentMapping(t *testing.T) {
 	}
 	if h := container(t, s, "logs_transmitter").DestroyPolicy.HTTPGet; h.Port != "18089" || !h.Any {
 		t.Errorf("http destroy %+v", h)
+	}
+	// user and group wait for tend's process identity: a warning until then.
+	res := mustConvert(t, []byte("workloads:\n- id: w\n  start: {command_line: x, user: www, group: www}\n"), "pod.yaml", Auto)
+	for _, want := range []string{"workloads[0].start.user: not supported yet (ignored)", "workloads[0].start.group: not supported yet (ignored)"} {
+		if !strings.Contains(warningText(res), want) {
+			t.Errorf("warnings lack %q:\n%s", want, warningText(res))
+		}
 	}
 	yml := "workloads:\n- id: w\n  start: {command_line: \"awk '{print $1}' f\"}\n  readiness_check: {tcp_check: {port: 8080}}\n  target_state: removed\n"
 	dir := t.TempDir()

@@ -311,7 +311,7 @@ func (c *conv) issTimeLimits(y node, hooks map[string]Source) {
 		}
 		switch hook {
 		case issHookStart:
-			c.issStartLimits(f.val, ct, p+".restart_policy")
+			c.issStartLimits(f.val, ct, p)
 		case "iss_hook_stop":
 			ct.StopPolicy.TimeLimit = c.timeLimit(f.val, p+".stop_policy.time_limit", issTimeLimitKeys)
 		case "iss_hook_status":
@@ -339,10 +339,12 @@ func (c *conv) issTimeLimits(y node, hooks map[string]Source) {
 	}
 }
 
-// issStartLimits maps the start hook's timeLimits onto the restart policy: periods
-// as they are, the ISS formula's back-off approximately.
-func (c *conv) issStartLimits(y node, ct *spec.Container, path string) {
+// issStartLimits maps the start hook's timeLimits onto the restart policy of the
+// container at p (periods as they are, the ISS formula's back-off approximately) and
+// its max_run_ms.
+func (c *conv) issStartLimits(y node, ct *spec.Container, p string) {
 	rp := ct.RestartPolicy
+	path := p + ".restart_policy"
 	c.from(path, y.src())
 	for _, f := range c.fields(y) {
 		src := f.val.src()
@@ -366,9 +368,17 @@ func (c *conv) issStartLimits(y node, ct *spec.Container, path string) {
 			c.drop(path, src, "tend's restart policy has no scale; the back-off multiplies min_period_ms")
 		case "initialDelayMs":
 			c.drop(path, src, "tend starts a container at once")
-		case "maxExecutionTimeMs":
-			// Maps to containers[].max_run_ms once tend has it (SPEC.md §8.3).
-			c.notYet(path, src)
+		case "maxExecutionTimeMs": // seed 000: a run this long is terminated forcibly
+			v, ok := c.integer(f.val)
+			switch {
+			case !ok:
+			case v == 0: // no limit, as for every hook's time_limit
+				ct.MaxRunMs = ptr(v)
+				c.from(p+".max_run_ms", src)
+			default:
+				ct.MaxRunMs = ptr(v)
+				c.approx(p+".max_run_ms", src, "tend ends a run this long by the stop sequence (iss_hook_stop if there is one, SIGTERM, then SIGKILL) and counts it as a failure")
+			}
 		default:
 			c.unknown(path, src)
 		}

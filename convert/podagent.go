@@ -110,7 +110,8 @@ func (c *conv) podStart(y node, ct *spec.Container, p string) {
 func (c *conv) utilityField(f field, near string) {
 	switch f.key {
 	case "user", "group":
-		// Maps to the process identity once tend has it (SPEC.md §8.4).
+		// TODO(user): map to the container's user and group (SPEC.md §8.4) once spec
+		// has them; until then a warning, and the command runs as tend's user.
 		c.notYet(near, f.val.src())
 	case "compute_resources":
 		c.drop(near, f.val.src(), "tend sets no cgroup limits")

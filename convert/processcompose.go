@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,7 +20,24 @@ const (
 	pcProbeTimeoutSec    = 1  // timeout_seconds
 	pcProbeFailures      = 3  // failure_threshold
 	pcProbeHost          = "127.0.0.1"
+
+	// pcNeverStableMs (100 years) is a stable_after_ms no run reaches: process-compose
+	// never forgets a restart (max_restarts counts them all) and waits backoff_seconds
+	// before each, where tend would reset its count and restart at once after a
+	// stable run.
+	pcNeverStableMs = 100 * 365 * 24 * 3600 * 1000
 )
+
+// pcConditions maps process-compose's depends_on conditions to tend's. A log line
+// is how such a process gets ready in tend (ready_log_line becomes its
+// readiness_probe), so process_log_ready waits for ready.
+var pcConditions = map[string]string{
+	"process_started":                spec.CondStarted,
+	"process_healthy":                spec.CondReady,
+	"process_log_ready":              spec.CondReady,
+	"process_completed":              spec.CondCompleted,
+	"process_completed_successfully": spec.CondSucceeded,
+}
 
 // processCompose converts a process-compose.yaml: a YAML mapping with processes.
 func processCompose(data []byte, c *conv) {
@@ -28,8 +46,15 @@ func processCompose(data []byte, c *conv) {
 		return
 	}
 	sh, arg := "sh", "-c"
+	ordered := false
 	fields := c.fields(root)
-	for _, f := range fields { // the shell first: every command uses it
+	for _, f := range fields { // the shell and the shutdown order first: every process uses them
+		if f.key == "ordered_shutdown" {
+			if v, ok := c.boolean(f.val); ok {
+				ordered = v
+			}
+			continue
+		}
 		if f.key != "shell" {
 			continue
 		}
@@ -54,7 +79,13 @@ func processCompose(data []byte, c *conv) {
 		case "shell":
 		case "processes":
 			for _, p := range c.fields(f.val) {
-				c.pcProcess(p, sh, arg)
+				c.pcProcess(p, sh, arg, ordered)
+			}
+		case "ordered_shutdown":
+			if ordered {
+				c.mapped[src.Path] = true // tend always stops a container before those it depends on
+			} else {
+				c.drop("", src, "tend always stops a container before the ones it depends on (depends_on)")
 			}
 		case "environment":
 			c.s.Env = c.pcEnvironment(f.val, "env")
@@ -98,8 +129,9 @@ func (c *conv) pcEnvironment(y node, path string) []spec.EnvVar {
 	return env
 }
 
-// pcProcess converts processes.NAME into a container.
-func (c *conv) pcProcess(f field, sh, arg string) {
+// pcProcess converts processes.NAME into a container. ordered is the file's
+// ordered_shutdown.
+func (c *conv) pcProcess(f field, sh, arg string, ordered bool) {
 	i := len(c.s.Containers)
 	p := containerPath(i)
 	c.s.Containers = append(c.s.Containers, spec.Container{Name: f.key})
@@ -109,10 +141,11 @@ func (c *conv) pcProcess(f field, sh, arg string) {
 	// process-compose restarts nothing unless availability says so.
 	ct.RestartPolicy = &spec.RestartPolicy{Mode: spec.ModeNever}
 	ct.StopPolicy = &spec.StopPolicy{TermTimeoutMs: ptr[int64](pcShutdownTimeoutSec * 1000)}
-	c.note(p+".stop_policy.term_timeout_ms", "process-compose's default shutdown.timeout_seconds")
 	var entrypoint []string
 	var command *string
-	for _, g := range c.fields(f.val) {
+	var logLine *field
+	fields := c.fields(f.val)
+	for i, g := range fields {
 		src := g.val.src()
 		switch g.key {
 		case "command":
@@ -154,12 +187,13 @@ func (c *conv) pcProcess(f field, sh, arg string) {
 				ct.Log = &spec.Log{File: v}
 				c.approx(p+".log.file", src, "tend writes stdout and stderr there, rotated by size")
 			}
-
-		// Not supported yet: each maps to one tend field once it lands.
-		case "depends_on": // -> depends_on: process_started started, process_healthy ready, process_completed completed, process_completed_successfully succeeded
-			c.notYet(p, src)
-		case "ready_log_line": // -> readiness_probe.log_line
-			c.notYet(p, src)
+		case "depends_on":
+			ct.DependsOn = c.pcDependsOn(g.val, p+".depends_on")
+			if !ordered && len(ct.DependsOn) > 0 {
+				c.note(p+".depends_on", "tend stops this container before the ones it depends on; process-compose does so only with ordered_shutdown: true")
+			}
+		case "ready_log_line":
+			logLine = &fields[i]
 
 		case "is_daemon":
 			c.drop(p, src, "tend supervises foreground processes: a daemon's fork looks like an exit")
@@ -170,6 +204,12 @@ func (c *conv) pcProcess(f field, sh, arg string) {
 		default:
 			c.unknown(p, src)
 		}
+	}
+	if logLine != nil {
+		c.pcReadyLogLine(*logLine, ct, p)
+	}
+	if !c.mapped[f.val.path+".shutdown.timeout_seconds"] {
+		c.note(p+".stop_policy.term_timeout_ms", "process-compose's default shutdown.timeout_seconds")
 	}
 	switch {
 	case len(entrypoint) > 0:
@@ -186,12 +226,65 @@ func (c *conv) pcProcess(f field, sh, arg string) {
 	}
 }
 
-// pcAvailability is the restart policy: a fixed backoff_seconds between restarts.
+// pcDependsOn converts depends_on: NAME: {condition: ...}; without a condition
+// process-compose waits for process_started.
+func (c *conv) pcDependsOn(y node, path string) map[string]string {
+	deps := map[string]string{}
+	c.from(path, y.src())
+	for _, f := range c.fields(y) {
+		dp := path + "." + f.key
+		c.from(dp, f.val.src())
+		deps[f.key] = spec.CondStarted
+		for _, g := range c.fields(f.val) {
+			if g.key != "condition" {
+				c.unknown(dp, g.val.src())
+				continue
+			}
+			v, ok := c.str(g.val)
+			if !ok {
+				continue
+			}
+			cond, known := pcConditions[v]
+			if !known {
+				c.errorf(g.val.src(), "unknown condition %q (process_started, process_healthy, process_log_ready, process_completed, process_completed_successfully)", v)
+				continue
+			}
+			deps[f.key] = cond
+			c.from(dp, g.val.src())
+		}
+	}
+	return deps
+}
+
+// pcReadyLogLine is ready_log_line: ready once a line of output contains the text,
+// a readiness probe of kind log_line. process-compose refuses it beside a
+// readiness_probe, and tend has one readiness probe.
+func (c *conv) pcReadyLogLine(f field, ct *spec.Container, p string) {
+	v, ok := c.str(f.val)
+	switch {
+	case !ok:
+	case v == "": // process-compose's "no log line"
+		c.mapped[f.val.path] = true
+	case ct.ReadinessProbe != nil:
+		c.errorf(f.val.src(), "ready_log_line and readiness_probe exclude each other (process-compose refuses both too): keep one")
+	default:
+		ct.ReadinessProbe = &spec.Probe{Handler: spec.Handler{LogLine: ptr(regexp.QuoteMeta(v))}}
+		path := p + ".readiness_probe.log_line"
+		c.from(path, f.val.src())
+		c.note(path, "ready_log_line is text found anywhere in a line of stdout or stderr: quoted as an RE2 expression")
+	}
+}
+
+// pcAvailability is the restart policy: a fixed backoff_seconds before every
+// restart, max_restarts in all (process-compose never resets its count).
 func (c *conv) pcAvailability(y node, ct *spec.Container, p string) {
 	rp := ct.RestartPolicy
 	path := p + ".restart_policy"
 	backoff := int64(pcBackoffSec)
-	for _, f := range c.fields(y) {
+	exitOnFailure := false
+	var maxRestarts *field
+	fields := c.fields(y)
+	for i, f := range fields {
 		src := f.val.src()
 		switch f.key {
 		case "restart":
@@ -206,9 +299,12 @@ func (c *conv) pcAvailability(y node, ct *spec.Container, p string) {
 			case "no":
 				c.from(path+".mode", src)
 			case "exit_on_failure":
-				rp.Mode = spec.ModeOnFailure
-				// -> restart_policy.on_give_up: shutdown once tend has it.
-				c.approx(path+".mode", src, "on_failure; shutting the instance down when it gives up is not supported yet")
+				// process-compose restarts nothing and shuts the project down, exiting
+				// with the code, when the process exits non-zero; an exit 0 just ends it.
+				exitOnFailure = true
+				rp.Mode, rp.MaxFailures, rp.OnGiveUp = spec.ModeOnFailure, ptr(1), spec.GiveUpShutdown
+				c.from(path+".mode", src)
+				c.approx(path+".on_give_up", src, "on_failure with max_failures 1 and on_give_up shutdown: the first non-zero exit, however long the run, stops the instance and tend exits with its code; an exit 0 ends the container")
 			default:
 				c.errorf(src, "unknown restart %q (always, on_failure, exit_on_failure, no)", v)
 			}
@@ -217,8 +313,8 @@ func (c *conv) pcAvailability(y node, ct *spec.Container, p string) {
 				backoff = v
 				c.from(path+".min_period_ms", src)
 			}
-		case "max_restarts": // -> restart_policy.max_failures once tend has it
-			c.notYet(path, src)
+		case "max_restarts":
+			maxRestarts = &fields[i]
 		case "exit_on_end", "exit_on_skipped":
 			c.drop(path, src, "tend exits when no container can run again (job mode) or on SIGTERM")
 		default:
@@ -227,7 +323,31 @@ func (c *conv) pcAvailability(y node, ct *spec.Container, p string) {
 	}
 	if rp.Mode != spec.ModeNever {
 		rp.MinPeriodMs, rp.MaxPeriodMs, rp.Backoff, rp.MaxJitterMs = ptr(backoff*1000), ptr(backoff*1000), ptr(1.0), ptr[int64](0)
+		rp.StableAfterMs = ptr[int64](pcNeverStableMs)
 		c.note(path+".min_period_ms", "process-compose waits backoff_seconds before every restart")
+		c.note(path+".stable_after_ms", "100 years: process-compose never resets its count of restarts, so no run is long enough to reset tend's")
+	}
+	if maxRestarts != nil {
+		c.pcMaxRestarts(maxRestarts.val, rp, path, exitOnFailure)
+	}
+}
+
+// pcMaxRestarts maps max_restarts N (0: unlimited) to max_failures N+1: process-compose
+// counts the restarts after the first run, tend the runs. With stable_after_ms out
+// of reach every run counts, as every restart does in process-compose.
+func (c *conv) pcMaxRestarts(y node, rp *spec.RestartPolicy, path string, exitOnFailure bool) {
+	n, ok := c.integer(y)
+	switch {
+	case !ok:
+	case n < 0:
+		c.errorf(y.src(), "must not be negative (0: unlimited), got %d", n)
+	case exitOnFailure || rp.Mode == spec.ModeNever:
+		c.drop(path, y.src(), "process-compose counts restarts only with restart always or on_failure")
+	case n == 0:
+		c.from(path+".max_failures", y.src())
+	default:
+		rp.MaxFailures = ptr(int(n) + 1)
+		c.approx(path+".max_failures", y.src(), "max_failures %d, the first run and %d restarts; then tend marks the container failed and the instance not ready, where process-compose shows it completed", n+1, n)
 	}
 }
 
@@ -360,10 +480,11 @@ func (c *conv) pcHTTP(y node, path string) *spec.HTTPGet {
 	c.from(path, y.src())
 	for _, f := range c.fields(y) {
 		src := f.val.src()
-		v, ok := "", true
-		if f.key != "headers" {
-			v, ok = c.str(f.val)
+		if f.key == "headers" {
+			h.Headers = c.pcHeaders(f.val, path+".headers")
+			continue
 		}
+		v, ok := c.str(f.val)
 		if !ok {
 			continue
 		}
@@ -378,14 +499,8 @@ func (c *conv) pcHTTP(y node, path string) *spec.HTTPGet {
 			h.Path = literal(v)
 			c.from(path+".path", src)
 		case "scheme":
-			if v == "http" {
-				c.mapped[src.Path] = true
-				continue
-			}
-			// -> http_get.scheme once tend has it (SPEC.md §8.2).
-			c.notYet(path, src)
-		case "headers": // -> http_get.headers once tend has it
-			c.notYet(path, src)
+			h.Scheme = v
+			c.from(path+".scheme", src)
 		case "status_code":
 			if n, err := strconv.Atoi(v); err == nil && n >= 200 && n < 400 {
 				c.approx(path, src, "tend accepts any status 200-399")
@@ -397,4 +512,23 @@ func (c *conv) pcHTTP(y node, path string) *spec.HTTPGet {
 		}
 	}
 	return h
+}
+
+// pcHeaders converts headers, Go's http.Header: each name with a list of values (a
+// single value is taken too), one tend header per value.
+func (c *conv) pcHeaders(y node, path string) []spec.HTTPHeader {
+	var out []spec.HTTPHeader
+	for _, f := range c.fields(y) {
+		values := []node{f.val}
+		if f.val.n.Kind == yaml.SequenceNode {
+			values = c.items(f.val)
+		}
+		for _, v := range values {
+			if s, ok := c.str(v); ok {
+				c.from(fmt.Sprintf("%s[%d]", path, len(out)), v.src())
+				out = append(out, spec.HTTPHeader{Name: f.key, Value: literal(s)})
+			}
+		}
+	}
+	return out
 }

@@ -15,9 +15,10 @@ import (
 
 // supervisord's defaults where they differ from tend's.
 const (
-	svPriority    = 999
-	svStartSecs   = 1
-	svStopWaitSec = 10
+	svPriority     = 999
+	svStartSecs    = 1
+	svStartRetries = 3
+	svStopWaitSec  = 10
 )
 
 var svExpansionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`%%|%\(([A-Za-z0-9_]+)\)([-#0 +]*[0-9]*)([sd])`) })
@@ -124,7 +125,9 @@ func (c *conv) svProgram(sec *iniSection, program string) {
 
 // svKeys converts the keys of a program section into the container at p.
 func (c *conv) svKeys(sec *iniSection, ct *spec.Container, p string, x svExpander) {
-	rp := &spec.RestartPolicy{Mode: spec.ModeOnFailure, StableAfterMs: ptr[int64](svStartSecs * 1000)}
+	// supervisord gives up (FATAL) after the first start and startretries retries
+	// that each end within startsecs: as many runs shorter than stable_after_ms.
+	rp := &spec.RestartPolicy{Mode: spec.ModeOnFailure, StableAfterMs: ptr[int64](svStartSecs * 1000), MaxFailures: ptr(svStartRetries + 1)}
 	ct.RestartPolicy = rp
 	sp := &spec.StopPolicy{}
 	ct.StopPolicy = sp
@@ -173,9 +176,14 @@ func (c *conv) svKeys(sec *iniSection, ct *spec.Container, p string, x svExpande
 		case "startsecs":
 			v := svInt(c, sec, k)
 			rp.StableAfterMs = ptr(int64(v) * 1000)
-			c.approx(p+".restart_policy.stable_after_ms", src, "a run this long resets tend's backoff; supervisord also counts a shorter run as a failed start")
-		case "startretries": // -> restart_policy.max_failures once tend has it (SPEC.md §8.3)
-			c.notYet(p+".restart_policy", src)
+			c.approx(p+".restart_policy.stable_after_ms", src, "a shorter run is a failed start, counted towards max_failures; supervisord retries it whatever its exit code and autorestart, tend only as restart_policy.mode says")
+		case "startretries":
+			if v := svInt(c, sec, k); v < 0 {
+				c.errorf(src, "must not be negative, got %d", v)
+			} else {
+				rp.MaxFailures = ptr(v + 1)
+				c.approx(p+".restart_policy.max_failures", src, "max_failures %d: supervisord gives up after the first start and %d retries, each ending within startsecs", v+1, v)
+			}
 		case "stopsignal":
 			stopSignal = strings.ToUpper(strings.TrimPrefix(strings.ToUpper(k.value), "SIG"))
 			c.from(p+".stop_policy.unix_signal", src)
@@ -188,7 +196,9 @@ func (c *conv) svKeys(sec *iniSection, ct *spec.Container, p string, x svExpande
 			} else {
 				c.approx(p+".stop_policy", src, "tend's SIGTERM and SIGKILL go to the whole process group")
 			}
-		case "user": // -> user once tend has it (SPEC.md §8.4)
+		case "user":
+			// TODO(user): map to the container's user (SPEC.md §8.4) once spec has it;
+			// until then a warning, and the program runs as tend's user.
 			c.notYet(p, src)
 		case "redirect_stderr":
 			if svBool(c, sec, k) {
@@ -223,6 +233,9 @@ func (c *conv) svKeys(sec *iniSection, ct *spec.Container, p string, x svExpande
 	}
 	if !slices.ContainsFunc(sec.keys, func(k iniKey) bool { return k.name == "startsecs" }) {
 		c.note(p+".restart_policy.stable_after_ms", "supervisord's default startsecs=1")
+	}
+	if !slices.ContainsFunc(sec.keys, func(k iniKey) bool { return k.name == "startretries" }) {
+		c.note(p+".restart_policy.max_failures", "supervisord's default startretries=3, and the first start")
 	}
 	for _, k := range logKeys {
 		c.svLogKey(sec, k, ct, p, stdoutLog)

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -184,14 +185,16 @@ func TestISSExampleRuns(t *testing.T) {
 	termAndWait(t, tp, 30*time.Second)
 }
 
-// The process-compose example: every process starts; the one-shot migration
-// completes. depends_on is not supported yet, so the order is not checked.
+// The process-compose example: every process starts in the order of its depends_on
+// (db ready, then migrate; migrate succeeded, then api; api's ready_log_line, then
+// worker), told by the times in the status document; the one-shot migration
+// completes.
 func TestProcessComposeExampleRuns(t *testing.T) {
 	tp := start(t, readForeign(t, "process-compose.yaml"))
-	tp.waitStatus(20*time.Second, "db ready, migrate completed, api and worker running", func(d status.Document) bool {
+	doc := tp.waitStatus(30*time.Second, "db ready, migrate completed, api ready and worker running", func(d status.Document) bool {
 		m := containerStatus(d, "migrate")
 		return containerStatus(d, "db").Ready.Status == "True" && m.State == "completed" && m.LastExit != nil && m.LastExit.Code == 0 &&
-			containerStatus(d, "api").State == "running" && containerStatus(d, "worker").State == "running"
+			containerStatus(d, "api").Ready.Status == "True" && containerStatus(d, "worker").State == "running"
 	})
 	waitFor(t, 10*time.Second, "every process's output", func() (bool, string) {
 		out := tp.stdout.String()
@@ -206,6 +209,80 @@ func TestProcessComposeExampleRuns(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(tp.dir, "shutdown.log")); err != nil || string(b) != "worker: draining\n" {
 		t.Errorf("the worker's shutdown command did not run: %q %v", b, err)
 	}
+
+	db, migrate, api, worker := containerStatus(doc, "db"), containerStatus(doc, "migrate"), containerStatus(doc, "api"), containerStatus(doc, "worker")
+	started := func(c status.Container) time.Time {
+		if c.StartedAt == nil {
+			t.Fatalf("%s has no started_at: %+v", c.Name, c)
+		}
+		return c.StartedAt.Time
+	}
+	var wrong []string
+	for _, o := range []struct {
+		what         string
+		before, then time.Time
+	}{
+		{"db ready before migrate starts", db.Ready.LastTransitionTime.Time, started(migrate)},
+		{"db ready before api starts", db.Ready.LastTransitionTime.Time, started(api)},
+		{"migrate exited before api starts", migrate.LastExit.At.Time, started(api)},
+		{"api ready (its log line) before worker starts", api.Ready.LastTransitionTime.Time, started(worker)},
+	} {
+		if o.then.Before(o.before) {
+			wrong = append(wrong, fmt.Sprintf("%s: %s, then %s", o.what, o.before.Format(status.Layout), o.then.Format(status.Layout)))
+		}
+	}
+	if len(wrong) == 0 {
+		return
+	}
+	if !dependsOnEnforced(t) {
+		t.Skip("depends_on runtime not on this base yet")
+	}
+	t.Errorf("started out of the depends_on order:\n%s", strings.Join(wrong, "\n"))
+}
+
+// process-compose's exit_on_failure: the first non-zero exit stops the whole
+// instance, and tend exits with that code, as process-compose does.
+func TestProcessComposeExitOnFailureShutsDown(t *testing.T) {
+	tp := start(t, `processes:
+  server: {command: "exec sleep 100000", availability: {restart: always}}
+  check:
+    command: "sleep 0.2; exit 3"
+    availability: {restart: exit_on_failure}
+`)
+	waitFor(t, 20*time.Second, "check failed or tend gone", func() (bool, string) {
+		select {
+		case <-tp.done:
+			return true, ""
+		default:
+		}
+		d, ok := tp.status()
+		return ok && containerStatus(d, "check").State == "failed", fmt.Sprintf("%+v", containerStatus(d, "check"))
+	})
+	select {
+	case <-tp.done:
+	case <-time.After(10 * time.Second):
+		if d, ok := tp.status(); ok && containerStatus(d, "check").State == "failed" && containerStatus(d, "server").State == "running" {
+			t.Skip("on_give_up runtime not on this base yet")
+		}
+	}
+	if code := tp.wait(20 * time.Second); code != 3 {
+		t.Errorf("tend exit code %d, want 3 (check's)", code)
+	}
+}
+
+// dependsOnEnforced tells whether tend holds a container back for its depends_on:
+// b depends on a being ready, which it never is.
+func dependsOnEnforced(t *testing.T) bool {
+	tp := start(t, `containers:
+  - {name: a, command: sleep 100000, readiness_probe: {exec: {command: "false"}}}
+  - {name: b, command: sleep 100000, depends_on: {a: ready}}
+`)
+	defer termAndWait(t, tp, 30*time.Second)
+	doc := tp.waitStatus(20*time.Second, "b waiting or running", func(d status.Document) bool {
+		b := containerStatus(d, "b")
+		return len(b.WaitingFor) > 0 || b.State == "running"
+	})
+	return len(containerStatus(doc, "b").WaitingFor) > 0
 }
 
 // The supervisord example: containers in priority order, numprocs copies, autostart
