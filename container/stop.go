@@ -51,7 +51,8 @@ type stopRun struct {
 	// reload's stop). The loop adds to them while the sequence runs.
 	mu       sync.Mutex
 	barriers []*Barrier
-	arrived  bool // an IGNORE container reached its TERM (or will send none)
+	arrived  bool              // an IGNORE container reached its TERM (or will send none)
+	kills    []context.Context // the Kill contexts of the operations it is part of
 }
 
 func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
@@ -79,7 +80,27 @@ func (r *stopRun) addKill(kill context.Context) {
 	if kill == nil {
 		return
 	}
+	r.mu.Lock()
+	r.kills = append(r.kills, kill)
+	r.mu.Unlock()
 	context.AfterFunc(kill, r.cancelAll)
+}
+
+// killed reports whether a kill was asked for. It looks at the operations' own kill
+// contexts too: r.kill is cancelled by them asynchronously, and another container's
+// reaction to the same kill (its arrival at a barrier) may come first.
+func (r *stopRun) killed() bool {
+	if r.kill.Err() != nil {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range r.kills {
+		if k.Err() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *stopRun) step(name string) { r.send(stopEvent{run: r, step: name}) }
@@ -98,7 +119,7 @@ func (r *stopRun) run() {
 		r.stopProcess()
 	}
 	r.arrive() // whatever happened, never leave a WAIT container waiting for us
-	if r.destroy != nil && r.kill.Err() == nil {
+	if r.destroy != nil && !r.killed() {
 		r.runDestroy()
 	}
 }
@@ -190,7 +211,7 @@ func (r *stopRun) stopProcess() {
 			return
 		}
 	}
-	if r.kill.Err() != nil {
+	if r.killed() {
 		r.killGroup() // no SIGTERM first: a kill request means at once
 		return
 	}
