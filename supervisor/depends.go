@@ -1,0 +1,255 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/tend-sh/tend/container"
+	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
+)
+
+// depends_on (README "depends_on"): the main loop starts a waiting container once its
+// conditions hold, and stops containers in reverse order of their dependencies.
+
+// reasonDependencyFailed is the ready reason of a container failed by Fail: it tells
+// such a container from one whose restart limit gave up.
+const reasonDependencyFailed = "DependencyFailed"
+
+// dependencies are c's depends_on as the current spec says: a reload may change those
+// of a container it keeps running. A container the spec no longer has keeps its own.
+func (sv *Supervisor) dependencies(c *container.Container) []spec.Dependency {
+	sv.mu.Lock()
+	s := sv.spec
+	sv.mu.Unlock()
+	for i := range s.Containers {
+		if s.Containers[i].Name == c.Name() {
+			return s.Containers[i].Dependencies()
+		}
+	}
+	return c.Spec().Dependencies()
+}
+
+// gate evaluates every waiting container's conditions while the instance runs: it
+// begins the container when they all hold, fails it when one never can, and keeps
+// its waiting_for current otherwise. A waiting container that was not held (its loop
+// is about to begin it) ignores Proceed.
+func (sv *Supervisor) gate() {
+	sv.mu.Lock()
+	running := sv.state == status.InstanceRunning
+	sv.mu.Unlock()
+	if !running {
+		return
+	}
+	cs := sv.current()
+	byName := containersByName(cs)
+	for _, c := range cs {
+		st := c.Status()
+		if st.State != status.Waiting || st.TargetState != spec.TargetActive {
+			continue
+		}
+		unmet, reason := conditions(sv.dependencies(c), byName)
+		switch {
+		case reason != "":
+			sv.log.Warn().Str("container", c.Name()).Str("reason", reason).Msg("a dependency can no longer meet its condition")
+			c.Fail(reason)
+		case len(unmet) == 0:
+			c.Proceed()
+		case !slices.Equal(unmet, st.WaitingFor):
+			// Only a change: every Hold publishes, and a publication runs gate again.
+			c.Hold(unmet)
+		}
+	}
+}
+
+// start is `tend start` (or a reload's target_state active): a container whose
+// conditions do not hold waits for them instead of starting.
+func (sv *Supervisor) start(c *container.Container, byRequest bool) {
+	unmet, _ := conditions(sv.dependencies(c), containersByName(sv.current()))
+	switch st := c.Status().State; {
+	case len(unmet) > 0 && (st == status.Stopped || st == status.Completed || st == status.Failed):
+		c.Hold(unmet) // gate fails it at the next change if a condition never can hold
+	case byRequest:
+		c.Start()
+	default:
+		c.Retarget(spec.TargetActive)
+	}
+}
+
+func containersByName(cs []*container.Container) map[string]*container.Container {
+	m := make(map[string]*container.Container, len(cs))
+	for _, c := range cs {
+		m[c.Name()] = c
+	}
+	return m
+}
+
+// conditions returns the conditions of deps that do not hold ("db: ready"), and why
+// one of them never can ("" while each still may).
+func conditions(deps []spec.Dependency, byName map[string]*container.Container) (unmet []string, never string) {
+	unmet = []string{}
+	for _, d := range deps {
+		dc := byName[d.Name]
+		if dc == nil { // not running yet: a reload is swapping it in
+			unmet = append(unmet, d.String())
+			continue
+		}
+		st := dc.Status()
+		if holds(d.Condition, dc, st) {
+			continue
+		}
+		unmet = append(unmet, d.String())
+		if never == "" {
+			never = neverHolds(d, st)
+		}
+	}
+	return unmet, never
+}
+
+func holds(cond string, dc *container.Container, st status.Container) bool {
+	switch cond {
+	case spec.CondStarted:
+		return dc.HasStarted()
+	case spec.CondReady:
+		return st.State == status.Running && st.Ready.True()
+	case spec.CondSucceeded:
+		return st.State == status.Completed && st.LastExit != nil && st.LastExit.Code == 0
+	case spec.CondCompleted:
+		return st.State == status.Completed
+	}
+	return false
+}
+
+// neverHolds says why d can no longer hold ("" when it still may): its container
+// failed, or completed for good without meeting it. Only `tend start` of the
+// dependency could change that, and it starts the dependent again too.
+func neverHolds(d spec.Dependency, st status.Container) string {
+	switch {
+	case st.State == status.Failed:
+		msg := st.Ready.Message
+		if msg == "" {
+			msg = st.Ready.Reason
+		}
+		return fmt.Sprintf("dependency %s failed: %s", d.Name, msg)
+	case st.State != status.Completed || st.LastExit == nil:
+		return ""
+	case d.Condition == spec.CondSucceeded:
+		return fmt.Sprintf("dependency %s completed with exit code %d", d.Name, st.LastExit.Code)
+	case d.Condition == spec.CondReady:
+		return fmt.Sprintf("dependency %s completed with exit code %d and will not become ready", d.Name, st.LastExit.Code)
+	}
+	return ""
+}
+
+// stopInOrder stops cs in reverse order of their dependencies (README "depends_on"):
+// a container's stop sequence begins once every container of cs that depends on it,
+// directly or through others, has finished. The TERM barriers come on top: each WAIT
+// container waits for the TERM of every IGNORE container of cs except its own
+// dependencies (they stop after it) and any whose stop would itself wait for it.
+// kill (when done) ends every wait at once; destroy says whose destroy_policy runs.
+func (sv *Supervisor) stopInOrder(cs []*container.Container, kill context.Context, destroy func(*container.Container) bool) {
+	deps := map[string][]string{}
+	for _, c := range append(sv.current(), cs...) {
+		for _, d := range sv.dependencies(c) {
+			deps[c.Name()] = append(deps[c.Name()], d.Name)
+		}
+	}
+	n := len(cs)
+	// waits[i][j]: cs[i] may wait for cs[j] to reach its TERM or exit, so cs[j]
+	// must never wait for cs[i]: the TERM barrier edges that would close a cycle
+	// are left out.
+	waits := make([][]bool, n)
+	for i := range waits {
+		waits[i] = make([]bool, n)
+	}
+	for i := range cs {
+		for j := range cs {
+			if i != j && dependsOn(deps, cs[j].Name(), cs[i].Name()) {
+				waits[i][j] = true
+			}
+		}
+	}
+	barriers := make([][]*container.Barrier, n)
+	for w, cw := range cs {
+		if cw.Spec().TermBarrier != spec.BarrierWait {
+			continue
+		}
+		var counted []int
+		for k, ck := range cs {
+			if k == w || ck.Spec().TermBarrier == spec.BarrierWait || dependsOn(deps, cw.Name(), ck.Name()) || reaches(waits, k, w) {
+				continue
+			}
+			waits[w][k] = true
+			counted = append(counted, k)
+		}
+		b := container.NewBarrier(len(counted))
+		barriers[w] = append(barriers[w], b)
+		for _, k := range counted {
+			barriers[k] = append(barriers[k], b)
+		}
+	}
+	for i, c := range cs {
+		op := container.StopOp{Barriers: barriers[i], Kill: kill, Destroy: destroy(c)}
+		var dependents []*container.Container
+		for j := range cs {
+			if i != j && dependsOn(deps, cs[j].Name(), c.Name()) {
+				dependents = append(dependents, cs[j])
+			}
+		}
+		if len(dependents) == 0 {
+			c.Shutdown(op)
+			continue
+		}
+		go func() {
+			for _, d := range dependents {
+				select {
+				case <-d.Done():
+				case <-kill.Done(): // a second signal: everything at once
+				}
+			}
+			c.Shutdown(op)
+		}()
+	}
+}
+
+// dependsOn reports whether a depends on b directly or through others in deps.
+func dependsOn(deps map[string][]string, a, b string) bool {
+	seen := map[string]bool{a: true}
+	stack := []string{a}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, d := range deps[x] {
+			if d == b {
+				return true
+			}
+			if !seen[d] {
+				seen[d] = true
+				stack = append(stack, d)
+			}
+		}
+	}
+	return false
+}
+
+// reaches reports whether from waits, through any chain, for to.
+func reaches(waits [][]bool, from, to int) bool {
+	seen := make([]bool, len(waits))
+	stack := []int{from}
+	seen[from] = true
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if x == to {
+			return true
+		}
+		for y, w := range waits[x] {
+			if w && !seen[y] {
+				seen[y] = true
+				stack = append(stack, y)
+			}
+		}
+	}
+	return false
+}
