@@ -142,12 +142,9 @@ func neverHolds(d spec.Dependency, st status.Container) string {
 	return ""
 }
 
-// stopInOrder stops cs in reverse order of their dependencies (README "depends_on"):
-// a container's stop sequence begins once every container of cs that depends on it,
-// directly or through others, has finished. The TERM barriers come on top: each WAIT
-// container waits for the TERM of every IGNORE container of cs except its own
-// dependencies (they stop after it) and any whose stop would itself wait for it.
-// kill (when done) ends every wait at once; destroy says whose destroy_policy runs.
+// stopInOrder stops cs in reverse order of their dependencies with the TERM barriers
+// on top (planStop). kill (when done) ends every wait at once; destroy says whose
+// destroy_policy runs.
 func (sv *Supervisor) stopInOrder(cs []*container.Container, kill context.Context, destroy func(*container.Container) bool) {
 	deps := map[string][]string{}
 	for _, c := range append(sv.current(), cs...) {
@@ -155,33 +152,16 @@ func (sv *Supervisor) stopInOrder(cs []*container.Container, kill context.Contex
 			deps[c.Name()] = append(deps[c.Name()], d.Name)
 		}
 	}
-	n := len(cs)
-	// waits[i][j]: cs[i] may wait for cs[j] to reach its TERM or exit, so cs[j]
-	// must never wait for cs[i]: the TERM barrier edges that would close a cycle
-	// are left out.
-	waits := make([][]bool, n)
-	for i := range waits {
-		waits[i] = make([]bool, n)
+	names := make([]string, len(cs))
+	waits := make([]bool, len(cs))
+	for i, c := range cs {
+		names[i], waits[i] = c.Name(), c.Spec().TermBarrier == spec.BarrierWait
 	}
-	for i := range cs {
-		for j := range cs {
-			if i != j && dependsOn(deps, cs[j].Name(), cs[i].Name()) {
-				waits[i][j] = true
-			}
-		}
-	}
-	barriers := make([][]*container.Barrier, n)
-	for w, cw := range cs {
-		if cw.Spec().TermBarrier != spec.BarrierWait {
+	plan := planStop(names, waits, deps)
+	barriers := make([][]*container.Barrier, len(cs))
+	for w, counted := range plan.counts {
+		if !waits[w] {
 			continue
-		}
-		var counted []int
-		for k, ck := range cs {
-			if k == w || ck.Spec().TermBarrier == spec.BarrierWait || dependsOn(deps, cw.Name(), ck.Name()) || reaches(waits, k, w) {
-				continue
-			}
-			waits[w][k] = true
-			counted = append(counted, k)
 		}
 		b := container.NewBarrier(len(counted))
 		barriers[w] = append(barriers[w], b)
@@ -191,26 +171,64 @@ func (sv *Supervisor) stopInOrder(cs []*container.Container, kill context.Contex
 	}
 	for i, c := range cs {
 		op := container.StopOp{Barriers: barriers[i], Kill: kill, Destroy: destroy(c)}
-		var dependents []*container.Container
-		for j := range cs {
-			if i != j && dependsOn(deps, cs[j].Name(), c.Name()) {
-				dependents = append(dependents, cs[j])
-			}
-		}
-		if len(dependents) == 0 {
+		if len(plan.after[i]) == 0 {
 			c.Shutdown(op)
 			continue
 		}
 		go func() {
-			for _, d := range dependents {
+			for _, j := range plan.after[i] {
 				select {
-				case <-d.Done():
+				case <-cs[j].Done():
 				case <-kill.Done(): // a second signal: everything at once
 				}
 			}
 			c.Shutdown(op)
 		}()
 	}
+}
+
+// stopPlan is the order of one stop operation over its members (by index).
+type stopPlan struct {
+	after  [][]int // after[i]: the members that must have finished before i's stop begins
+	counts [][]int // counts[w]: the IGNORE members whose TERM the WAIT member w waits for
+}
+
+// planStop orders the stop of the containers names (waits: term_barrier WAIT), whose
+// depends_on are deps (README "depends_on"): a container's stop sequence begins once
+// every member that depends on it, directly or through others, has finished. Each
+// WAIT container waits for the TERM of every IGNORE member except its own
+// dependencies (they stop after it) and, so that no two waits can close a circle,
+// any whose stop already waits for it through the others (WAIT containers in spec
+// order claim theirs first).
+func planStop(names []string, waits []bool, deps map[string][]string) stopPlan {
+	n := len(names)
+	p := stopPlan{after: make([][]int, n), counts: make([][]int, n)}
+	// on[i][j]: i waits for j, to finish or to reach its TERM.
+	on := make([][]bool, n)
+	for i := range on {
+		on[i] = make([]bool, n)
+	}
+	for i := range names {
+		for j := range names {
+			if i != j && dependsOn(deps, names[j], names[i]) {
+				on[i][j] = true
+				p.after[i] = append(p.after[i], j)
+			}
+		}
+	}
+	for w := range names {
+		if !waits[w] {
+			continue
+		}
+		for k := range names {
+			if k == w || waits[k] || dependsOn(deps, names[w], names[k]) || reaches(on, k, w) {
+				continue
+			}
+			on[w][k] = true
+			p.counts[w] = append(p.counts[w], k)
+		}
+	}
+	return p
 }
 
 // dependsOn reports whether a depends on b directly or through others in deps.
