@@ -46,6 +46,10 @@ containers:
 			t.Errorf("%s before db is ready: %+v", n, s)
 		}
 	}
+	out, _, _ := runCLI(t, tp.dir, "status", "--listen", "unix:"+tp.sock)
+	if !strings.Contains(out, "waiting for db: ready, migrate: succeeded") {
+		t.Errorf("tend status does not say what api waits for:\n%s", out)
+	}
 	if err := os.WriteFile(filepath.Join(tp.dir, "db-ready"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
