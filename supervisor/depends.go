@@ -122,8 +122,8 @@ func holds(cond string, dc *container.Container, st status.Container) bool {
 }
 
 // neverHolds says why d can no longer hold ("" when it still may): its container
-// failed, or completed for good without meeting it. Only `tend start` of the
-// dependency could change that, and it starts the dependent again too.
+// failed, or completed for good without meeting it. Only a person could change that
+// (`tend start` of the dependency, then of the dependent).
 func neverHolds(d spec.Dependency, st status.Container) string {
 	switch {
 	case st.State == status.Failed:
