@@ -132,10 +132,9 @@ containers:
 	waitEvent(t, tp, "worker", "up", 1)
 	termAndWait(t, tp, 20*time.Second)
 	tl := readEvents(t, tp.dir)
-	workerTerm, apiTerm, apiExit, dbTerm := tl.one(t, "worker", "term"), tl.one(t, "api", "term"), tl.one(t, "api", "exit"), tl.one(t, "db", "term")
-	if apiTerm.Before(workerTerm) {
-		t.Errorf("api (WAIT) got SIGTERM before worker reached its TERM:\n%s", tl)
-	}
+	handler, apiTerm, apiExit, dbTerm := tl.one(t, "worker", "handler"), tl.one(t, "api", "term"), tl.one(t, "api", "exit"), tl.one(t, "db", "term")
+	// worker reaches its TERM once its 0.5 s stop handler has ended.
+	checkSpan(t, "worker's handler to api's SIGTERM", apiTerm.Sub(handler), 500*time.Millisecond-eventSlack, 10*time.Second, tl)
 	if dbTerm.Before(apiExit) {
 		t.Errorf("db was stopped before api, which depends on it, exited:\n%s", tl)
 	}
@@ -272,4 +271,31 @@ containers:
 	if code := tp.wait(20 * time.Second); code != 7 {
 		t.Errorf("exit code = %d, want 7 (crash's last exit)", code)
 	}
+}
+
+// A reload that changes a container and its dependency stops them in reverse order
+// too: db's stop begins once api has exited.
+func TestDependsOnReloadStopsInOrder(t *testing.T) {
+	const text = `
+containers:
+  - name: db
+    command: [sh, -c, "trap '{EV} db term; exit 0' TERM; {EV} db up; while true; do sleep 0.02; done"]
+    env: [{name: V, value: "VERSION"}]
+  - name: api
+    command: [sh, -c, "trap '{EV} api term; sleep 0.3; {EV} api exit; exit 0' TERM; {EV} api up; while true; do sleep 0.02; done"]
+    env: [{name: V, value: "VERSION"}]
+    depends_on: {db: started}
+`
+	tp, expand := startStop(t, strings.ReplaceAll(text, "VERSION", "1"))
+	waitEvent(t, tp, "api", "up", 1)
+	writeSpec(t, tp, expand(strings.ReplaceAll(text, "VERSION", "2")))
+	if code := post(t, tp, "/v1/reload"); code != 200 {
+		t.Fatalf("reload answered %d", code)
+	}
+	waitEvent(t, tp, "api", "up", 2)
+	tl := readEvents(t, tp.dir)
+	if dbTerm, apiExit := tl.one(t, "db", "term"), tl.one(t, "api", "exit"); dbTerm.Before(apiExit) {
+		t.Errorf("the reload stopped db before api, which depends on it, exited:\n%s", tl)
+	}
+	termAndWait(t, tp, 20*time.Second)
 }
