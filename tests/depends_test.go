@@ -74,6 +74,7 @@ func TestDependsOnFailedDependencyEndsJob(t *testing.T) {
 	for _, tc := range []struct {
 		name, spec string
 		code       int
+		reason     string
 	}{
 		{"migrate first", `
 containers:
@@ -84,7 +85,7 @@ containers:
     command: [sh, -c, "touch {DIR}/api-ran"]
     restart_policy: {mode: never}
     depends_on: {migrate: succeeded}
-`, 3},
+`, 3, "dependency migrate completed with exit code 3"},
 		{"api first", `
 containers:
   - name: api
@@ -94,7 +95,18 @@ containers:
   - name: migrate
     command: [sh, -c, "exit 3"]
     restart_policy: {mode: never}
-`, 1},
+`, 1, "dependency migrate completed with exit code 3"},
+		{"ready after completion", `
+containers:
+  - name: migrate
+    command: [sh, -c, "sleep 0.2"]
+    restart_policy: {mode: never}
+    readiness_probe: {exec: {command: ["false"]}}
+  - name: api
+    command: [sh, -c, "touch {DIR}/api-ran"]
+    restart_policy: {mode: never}
+    depends_on: {migrate: ready}
+`, 1, "dependency migrate completed with exit code 0 and will not become ready"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tp := start(t, tc.spec)
@@ -104,7 +116,7 @@ containers:
 			if _, err := os.Stat(filepath.Join(tp.dir, "api-ran")); err == nil {
 				t.Errorf("api ran although migrate failed")
 			}
-			if log := tp.stderr.String(); !strings.Contains(log, "dependency migrate completed with exit code 3") {
+			if log := tp.stderr.String(); !strings.Contains(log, tc.reason) {
 				t.Errorf("no failure reason logged:\n%s", tail(log, 3000))
 			}
 		})
