@@ -65,6 +65,11 @@ func TestStackExample(t *testing.T) {
 	tp.waitStatus(20*time.Second, "api running", func(d status.Document) bool {
 		return containerStatus(d, "api").State == status.Running
 	})
+	// api's SIGTERM goes to its whole group: let its `cat` finish first.
+	waitFor(t, 10*time.Second, "api serving", func() (bool, string) {
+		out := tp.stdout.String()
+		return strings.Contains(out, "api | serving schema"), out
+	})
 	termAndWait(t, tp, 20*time.Second)
 	recs := logRecords(t, tp)
 	db, migrate, api := find(t, recs, "db", "started", ""), find(t, recs, "migrate", "started", ""), find(t, recs, "api", "started", "")
