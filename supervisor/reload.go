@@ -241,8 +241,8 @@ func answerQueued(reqs []request) {
 }
 
 // sameContainer reports whether a container needs no restart: its spec (apart from
-// target_state and depends_on, which only gate a start) and everything it inherits from the instance (environment, working
-// directory) are unchanged.
+// target_state, and depends_on, which only gates a start) and everything it inherits
+// from the instance (environment, working directory) are unchanged.
 func sameContainer(prevSpec *spec.Spec, prev *spec.Container, nextSpec *spec.Spec, next *spec.Container) bool {
 	a, b := *prev, *next
 	a.TargetState, b.TargetState = "", ""
