@@ -275,9 +275,9 @@ func printStatus(w io.Writer, doc status.Document) {
 		fmt.Fprintf(w, "  reload error: %s\n", doc.ReloadError)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nCONTAINER\tSTATE\tPID\tRESTARTS\tREADY\tALIVE\tSINCE\tLAST EXIT")
+	fmt.Fprintln(tw, "\nCONTAINER\tSTATE\tPID\tRESTARTS\tREADY\tALIVE\tSINCE\tLAST EXIT\tNOTE")
 	for _, ic := range doc.InitContainers {
-		fmt.Fprintf(tw, "%s (init)\t%s\t-\t%d\t-\t-\t-\t%s\n", ic.Name, ic.State, max(0, ic.Attempts-1), exitText(ic.LastExit))
+		fmt.Fprintf(tw, "%s (init)\t%s\t-\t%d\t-\t-\t-\t%s\t-\n", ic.Name, ic.State, max(0, ic.Attempts-1), exitText(ic.LastExit))
 	}
 	for _, c := range doc.Containers {
 		pid := "-"
@@ -295,7 +295,7 @@ func printStatus(w io.Writer, doc status.Document) {
 		if c.NextStartAt != nil {
 			state += fmt.Sprintf(" (in %s)", time.Until(c.NextStartAt.Time).Round(100*time.Millisecond))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Restarts, c.Ready.Status, c.Alive.Status, since, exitText(c.LastExit))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Restarts, c.Ready.Status, c.Alive.Status, since, exitText(c.LastExit), note(c))
 	}
 	tw.Flush()
 	if len(doc.Resources) > 0 || len(doc.DynamicResources) > 0 {
@@ -309,6 +309,22 @@ func printStatus(w io.Writer, doc status.Document) {
 		}
 		tw.Flush()
 	}
+}
+
+// note is what a container waits for (depends_on), why it failed, and the last
+// STATUS= it sent, as far as there is any.
+func note(c status.Container) string {
+	var parts []string
+	if len(c.WaitingFor) > 0 {
+		parts = append(parts, "waiting for "+strings.Join(c.WaitingFor, ", "))
+	}
+	if c.State == status.Failed && c.Ready.Message != "" {
+		parts = append(parts, c.Ready.Message)
+	}
+	if c.StatusText != "" {
+		parts = append(parts, c.StatusText)
+	}
+	return dash(strings.Join(parts, "; "))
 }
 
 func progress(r status.Resource) string {

@@ -65,7 +65,7 @@ func (sv *Supervisor) handle(req request) {
 		case reqStop:
 			c.Stop()
 		case reqStart:
-			c.Start()
+			sv.start(c, true)
 		}
 		req.reply(nil)
 		return

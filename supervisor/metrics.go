@@ -33,7 +33,7 @@ func (sv *Supervisor) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	writeProcessMetrics(w)
 }
 
-var containerStates = []status.State{status.Waiting, status.Initializing, status.Running, status.Backoff, status.Stopping, status.Stopped, status.Completed}
+var containerStates = []status.State{status.Waiting, status.Initializing, status.Running, status.Backoff, status.Stopping, status.Stopped, status.Completed, status.Failed}
 
 // containerFamilies are the families with one sample per container.
 var containerFamilies = []struct {

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"reflect"
 	"slices"
 
@@ -92,11 +93,6 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 		sv.finishReload()
 		return
 	}
-	// Only now, when building a later container can no longer fail the reload: a
-	// failed reload changes nothing.
-	for _, apply := range plan.targets {
-		apply()
-	}
 	sv.log.Info().Int("unchanged", len(plan.keep)).Int("changed", len(plan.replaced)).Int("removed", len(plan.removed)).Int("added", len(plan.added)).Msg("reloading")
 
 	sv.mu.Lock()
@@ -105,6 +101,11 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 	sv.reloadErr = ""
 	sv.containers = plan.list
 	sv.mu.Unlock()
+	// Only now, when building a later container can no longer fail the reload (a
+	// failed reload changes nothing), and with the new spec's depends_on in place.
+	for _, apply := range plan.targets {
+		apply()
+	}
 	sv.notify()
 	sv.stopReplaced(plan)
 }
@@ -125,7 +126,13 @@ func (sv *Supervisor) planReload(next *spec.Spec) (*reloadPlan, error) {
 		if oc != nil && sameContainer(prev, oc.Spec(), next, cs) {
 			// A container stopped by request stays stopped whatever the spec says.
 			if st := oc.Status(); !st.StoppedByRequest && st.TargetState != cs.TargetState {
-				p.targets = append(p.targets, func() { oc.Retarget(cs.TargetState) })
+				p.targets = append(p.targets, func() {
+					if cs.TargetState == spec.TargetActive {
+						sv.start(oc, false) // its conditions gate the start
+					} else {
+						oc.Retarget(cs.TargetState)
+					}
+				})
 			}
 			p.keep = append(p.keep, oc)
 			p.list = append(p.list, oc)
@@ -160,38 +167,22 @@ func (sv *Supervisor) planReload(next *spec.Spec) (*reloadPlan, error) {
 	return p, nil
 }
 
-// stopReplaced stops the changed and removed containers behind one TERM barrier
-// (removed ones are destroyed), then hands the new running set to the main loop.
+// stopReplaced stops the changed and removed containers in reverse order of
+// depends_on behind the TERM barriers (removed ones are destroyed), then hands the new
+// running set to the main loop.
 func (sv *Supervisor) stopReplaced(p *reloadPlan) {
 	stopping := append(slices.Clone(p.replaced), p.removed...)
 	if len(stopping) == 0 {
 		sv.swap(p.final)
 		return
 	}
-	barrier := container.NewBarrier(countIgnoring(stopping))
-	for _, c := range p.replaced {
-		c.Shutdown(container.StopOp{Barriers: []*container.Barrier{barrier}})
-	}
-	for _, c := range p.removed {
-		c.Shutdown(container.StopOp{Barriers: []*container.Barrier{barrier}, Destroy: true})
-	}
+	sv.stopInOrder(stopping, context.Background(), func(c *container.Container) bool { return slices.Contains(p.removed, c) })
 	go func() {
 		for _, c := range stopping {
 			<-c.Done()
 		}
 		sv.reloadSteps <- reloadStep{swap: p.final}
 	}()
-}
-
-// countIgnoring counts the containers a TERM barrier waits for: the IGNORE ones.
-func countIgnoring(cs []*container.Container) int {
-	n := 0
-	for _, c := range cs {
-		if c.Spec().TermBarrier != spec.BarrierWait {
-			n++
-		}
-	}
-	return n
 }
 
 // swap makes list the running set, starts the containers that have not run yet, and
@@ -210,6 +201,7 @@ func (sv *Supervisor) swap(list []*container.Container) {
 		}
 	}
 	sv.notify()
+	sv.gate()
 	sv.log.Info().Msg("reload applied")
 	sv.finishReload()
 }
@@ -249,11 +241,12 @@ func answerQueued(reqs []request) {
 }
 
 // sameContainer reports whether a container needs no restart: its spec (apart from
-// target_state) and everything it inherits from the instance (environment, working
-// directory) are unchanged.
+// target_state, and depends_on, which only gates a start) and everything it inherits
+// from the instance (environment, working directory) are unchanged.
 func sameContainer(prevSpec *spec.Spec, prev *spec.Container, nextSpec *spec.Spec, next *spec.Container) bool {
 	a, b := *prev, *next
 	a.TargetState, b.TargetState = "", ""
+	a.DependsOn, b.DependsOn = nil, nil
 	return reflect.DeepEqual(a, b) &&
 		slices.Equal(prevSpec.ProcessEnv(prev.Env), nextSpec.ProcessEnv(next.Env)) &&
 		prevSpec.WorkDir(prev.WorkingDir) == nextSpec.WorkDir(next.WorkingDir)

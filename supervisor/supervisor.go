@@ -317,6 +317,7 @@ func (sv *Supervisor) startContainers() error {
 		go c.Run(sv.runCtx)
 	}
 	sv.updateReady()
+	sv.gate()
 	return nil
 }
 
@@ -348,6 +349,11 @@ func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, a
 			sv.onReloadStep(step)
 		case <-sv.changed:
 			sv.updateReady()
+			sv.gate()
+			if name, code, ok := sv.gaveUp(); ok {
+				sv.log.Error().Str("container", name).Int("exit_code", code).Msg("restart limit reached and on_give_up is shutdown; stopping the instance")
+				return sv.shutdown(signals, code), nil
+			}
 			if code, done := sv.jobFinished(); done {
 				sv.log.Info().Int("exit_code", code).Msg("every container has finished")
 				return sv.shutdown(signals, code), nil
@@ -378,6 +384,8 @@ func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container, stoppedByRe
 		Changed: sv.notify,
 
 		StoppedByRequest: stoppedByRequest,
+		// Started by the main loop once its conditions hold (gate).
+		Held: len(cs.DependsOn) > 0,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", cs.Name, err)
@@ -531,20 +539,52 @@ func (sv *Supervisor) jobFinished() (int, bool) {
 		st := c.Status()
 		// A completed container's last exit is its final one; so is that of one
 		// stopped through the API (a job stopped in backoff after exit 3 did not
-		// succeed). One that never ran has none.
-		done := st.State == status.Completed || st.State == status.Stopped && st.TargetState == spec.TargetRemoved
-		if !done {
+		// succeed). One that never ran has none. A failed one (a restart limit, a
+		// dependency that failed) ran its last: its last exit code, 1 when it has
+		// none or it was 0.
+		switch {
+		case st.State == status.Failed:
+			if code == 0 {
+				code = failedCode(st)
+			}
+		case st.State == status.Completed || st.State == status.Stopped && st.TargetState == spec.TargetRemoved:
+			if code == 0 && st.LastExit != nil && st.LastExit.Code != 0 {
+				code = st.LastExit.Code
+			}
+		default:
 			return 0, false
-		}
-		if code == 0 && st.LastExit != nil && st.LastExit.Code != 0 {
-			code = st.LastExit.Code
 		}
 	}
 	return code, true
 }
 
-// shutdown stops every container concurrently behind one TERM barrier, destroys
-// them, and returns code. A second SIGTERM/SIGINT kills everything at once.
+// failedCode is the exit code tend ends with for a failed container: its last exit
+// code (128+N for a signal), or 1 if it never ran or its last exit was 0.
+func failedCode(st status.Container) int {
+	if st.LastExit == nil || st.LastExit.Code == 0 {
+		return 1
+	}
+	return st.LastExit.Code
+}
+
+// gaveUp finds the first container whose restart limit gave up (state failed, not by
+// a dependency) and whose restart_policy.on_give_up is shutdown, and the exit code
+// of tend then (README "Restart limits").
+func (sv *Supervisor) gaveUp() (string, int, bool) {
+	for _, c := range sv.current() {
+		if c.Spec().RestartPolicy.OnGiveUp != spec.GiveUpShutdown {
+			continue
+		}
+		if st := c.Status(); st.State == status.Failed && st.Ready.Reason != reasonDependencyFailed {
+			return c.Name(), failedCode(st), true
+		}
+	}
+	return "", 0, false
+}
+
+// shutdown stops every container, in reverse order of depends_on and behind the TERM
+// barriers (stopInOrder), destroys them, and returns code. A second SIGTERM/SIGINT
+// kills everything at once.
 func (sv *Supervisor) shutdown(signals <-chan os.Signal, code int) int {
 	sv.setInstance(status.InstanceStopping, nil)
 	sv.cancelReload()
@@ -553,10 +593,7 @@ func (sv *Supervisor) shutdown(signals <-chan os.Signal, code int) int {
 	cs := sv.current()
 	killCtx, kill := context.WithCancel(context.Background())
 	defer kill()
-	op := container.StopOp{Barriers: []*container.Barrier{container.NewBarrier(countIgnoring(cs))}, Kill: killCtx, Destroy: true}
-	for _, c := range cs {
-		c.Shutdown(op)
-	}
+	sv.stopInOrder(cs, killCtx, func(*container.Container) bool { return true })
 	for _, c := range cs {
 	wait:
 		for {

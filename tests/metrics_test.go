@@ -144,8 +144,8 @@ containers:
 				states++
 			}
 		}
-		if states != 7 {
-			t.Errorf("container %s has %d state samples, want one per state (7)", c, states)
+		if states != 8 {
+			t.Errorf("container %s has %d state samples, want one per state (8)", c, states)
 		}
 	}
 	if v := sampleValue(families, "tend_container_restarts_total", "container=crash-once"); v < 1 {
