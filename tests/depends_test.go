@@ -271,9 +271,6 @@ containers:
 // on_give_up: shutdown stops the instance once the restart limit gave up, and tend
 // exits with the container's last exit code.
 func TestOnGiveUpShutdown(t *testing.T) {
-	// TODO(merge): remove this Skip once merged with main, which has max_failures (6e7aaac);
-	// it passes on depends merged with main.
-	t.Skip("needs restart_policy.max_failures in the container loop (state failed by the restart limit)")
 	tp := start(t, `
 containers:
   - name: crash
