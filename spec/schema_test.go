@@ -15,7 +15,7 @@ import (
 const schemaFile = "../docs/tend.schema.json"
 
 // The committed schema is what Schema makes now: a changed type changes it (run
-// `go test ./spec -run TestSchemaFile -update-schema`, or `tend schema >docs/tend.schema.json`).
+// `UPDATE_SCHEMA=1 go test ./spec -run TestSchemaFileUpToDate`, or `tend schema >docs/tend.schema.json`).
 func TestSchemaFileUpToDate(t *testing.T) {
 	got := Schema()
 	if os.Getenv("UPDATE_SCHEMA") != "" {
