@@ -272,7 +272,8 @@ func printStatus(w io.Writer, doc status.Document) {
 		fmt.Fprintf(w, "  not ready: %s\n", doc.Ready.Message)
 	}
 	if doc.ReloadError != "" {
-		fmt.Fprintf(w, "  reload error: %s\n", doc.ReloadError)
+		// One spec error a line (a reload's errors), indented under the heading.
+		fmt.Fprintf(w, "  reload error: %s\n", strings.ReplaceAll(doc.ReloadError, "\n", "\n    "))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nCONTAINER\tSTATE\tPID\tRESTARTS\tREADY\tALIVE\tSINCE\tLAST EXIT\tNOTE")

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/convert"
 	"github.com/tend-sh/tend/internal/footprint"
 	"github.com/tend-sh/tend/spec"
@@ -48,6 +51,7 @@ func runCommand() *cli.Command {
 			varFlag,
 			&cli.BoolFlag{Name: "watch", Usage: "reload when the spec file's content changes", EnvVars: []string{"TEND_WATCH"}},
 			formatFlag,
+			&cli.BoolFlag{Name: "timestamps", Usage: "put the time before every line of the containers' output", EnvVars: []string{"TEND_TIMESTAMPS"}},
 		},
 		Action: func(c *cli.Context) error {
 			if _, err := specArg(c); err != nil {
@@ -55,25 +59,35 @@ func runCommand() *cli.Command {
 			}
 			// Begun before anything else so that it overlaps with loading the spec.
 			process := supervisor.SetUpProcess()
-			log, err := newLogger(os.Stderr, c.String("log-format"), c.String("log-level"))
+			stdout, stderr := consoleOutput(os.Stdout, c.Bool("timestamps")), consoleOutput(os.Stderr, c.Bool("timestamps"))
+			log, err := newLogger(stderr, isTerminal(os.Stderr), c.String("log-format"), c.String("log-level"))
 			if err != nil {
 				return fail(2, "run: %v", err)
 			}
 			path, vars, format := c.Args().First(), c.StringSlice("var"), c.String("format")
-			s, err := loadSpecAs(path, vars, format, logWarnings(log, path))
+			load := func() (*spec.Spec, error) {
+				s, err := loadSpecAs(path, vars, format, logWarnings(log, path))
+				if err != nil {
+					return nil, err
+				}
+				stdout.Align(s)
+				stderr.Align(s)
+				return s, nil
+			}
+			s, err := load()
 			if err != nil {
 				return specFailure(path, err)
 			}
 			footprint.SettleAfterStartup()
 			sv := supervisor.New(s, supervisor.Options{
-				Load:           func() (*spec.Spec, error) { return loadSpecAs(path, vars, format, logWarnings(log, path)) },
+				Load:           func() (*spec.Spec, error) { s, err := load(); return s, locatedErrors(path, err) },
 				Listen:         c.StringSlice("listen"),
 				APITokenFile:   c.String("api-token-file"),
 				ReportURL:      c.String("report-url"),
 				ReportInterval: c.Duration("report-interval"),
 				Log:            log,
-				Stdout:         os.Stdout,
-				Stderr:         os.Stderr,
+				Stdout:         stdout,
+				Stderr:         stderr,
 				Process:        process,
 				WatchPath:      watchPath(c.Bool("watch"), path),
 			})
@@ -107,19 +121,33 @@ func logWarnings(log zerolog.Logger, path string) func(*convert.Result) {
 	}
 }
 
-// newLogger builds tend's own logger: console on a terminal, JSON otherwise.
-func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
+// consoleOutput is one of tend's streams as the containers' lines go to it.
+func consoleOutput(f *os.File, timestamps bool) *container.Output {
+	return container.NewStyledOutput(f, consoleStyle(f, timestamps))
+}
+
+// consoleStyle colours names on a terminal unless NO_COLOR is set
+// (https://no-color.org) or TERM is dumb; never escape codes into a pipe or file.
+func consoleStyle(f *os.File, timestamps bool) container.Style {
+	color := isTerminal(f) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	return container.Style{Color: color, Timestamps: timestamps}
+}
+
+// newLogger builds tend's own logger: console on a terminal, JSON otherwise. w is
+// tend's stderr as the containers' stderr lines go to it, so that a log line and a
+// child's line are written one after the other, never into one another.
+func newLogger(w io.Writer, terminal bool, format, level string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
 	if err != nil || level == "" {
 		return zerolog.Logger{}, fmt.Errorf("--log-level: unknown level %q (debug, info, warn, error)", level)
 	}
 	switch format {
 	case "auto":
-		if f, ok := w.(*os.File); ok && isTerminal(f) {
-			w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+		if terminal {
+			w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: os.Getenv("NO_COLOR") != "", FormatErrFieldValue: errLines}
 		}
 	case "console":
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: true}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: true, FormatErrFieldValue: errLines}
 	case "json":
 	default:
 		return zerolog.Logger{}, fmt.Errorf("--log-format: unknown format %q (auto, console, json)", format)
@@ -133,3 +161,34 @@ func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }
+
+// errLines shows a multi-line error (a reload's spec errors) on the console as lines
+// of their own, indented under the log line, instead of one quoted string with \n in it.
+func errLines(v any) string {
+	s := fmt.Sprint(v)
+	text, err := strconv.Unquote(s)
+	if err != nil || !strings.Contains(text, "\n") {
+		return s
+	}
+	return "\n    " + strings.ReplaceAll(text, "\n", "\n    ")
+}
+
+// locatedErrors gives the field errors of a spec the file and line of each, as
+// `tend validate` prints them ("SPEC:LINE: path: message", one a line, in document
+// order): the text a failed reload shows in the log, the status and the API answer.
+func locatedErrors(path string, err error) error {
+	var errs *spec.Errors
+	if !errors.As(err, &errs) {
+		return err
+	}
+	return &specErrors{text: strings.TrimSuffix(formatSpecErrors(path, errs), "\n"), errs: errs}
+}
+
+// specErrors is a *spec.Errors with the file and lines in its text.
+type specErrors struct {
+	text string
+	errs *spec.Errors
+}
+
+func (e *specErrors) Error() string { return e.text }
+func (e *specErrors) Unwrap() error { return e.errs }

@@ -79,6 +79,8 @@ func newApp() *cli.App {
 			validateCommand(),
 			renderCommand(),
 			convertCommand(),
+			schemaCommand(),
+			completionCommand(),
 			statusCommand(),
 			controlCommand("restart", "restart containers", true),
 			controlCommand("stop", "stop containers and keep them stopped (target_state removed)", true),

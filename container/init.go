@@ -91,10 +91,16 @@ func (c *Container) initWriter(name string, out *Output) io.Writer {
 	return c.lineWriter(name, out)
 }
 
+// lineWriter writes the lines of one stream, which it tells by out (the stream of
+// the lines in log.file).
 func (c *Container) lineWriter(name string, out *Output) *LineWriter {
 	var file io.Writer
 	if c.logFile != nil {
 		file = c.logFile
 	}
-	return NewLineWriter(name, out, file)
+	w := NewLineWriter(name, out, file)
+	if out != nil && out == c.cfg.Stderr && out != c.cfg.Stdout {
+		w.WithStream("stderr")
+	}
+	return w
 }

@@ -43,8 +43,9 @@ func TestLineWriterPrefixesLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "web | one\nweb | two\nweb | \nweb | three\nweb | four\n"
-	if out.String() != want || file.String() != want {
-		t.Fatalf("out %q, file %q, want %q", out.String(), file.String(), want)
+	fileWant := "stdout web | one\nstdout web | two\nstdout web | \nstdout web | three\nstdout web | four\n"
+	if out.String() != want || untimed(t, file.String()) != fileWant {
+		t.Fatalf("out %q, file %q, want %q and %q", out.String(), file.String(), want, fileWant)
 	}
 	if err := w.Flush(); err != nil || out.String() != want {
 		t.Fatalf("a second Flush wrote %q, %v", out.String(), err)
@@ -56,7 +57,7 @@ func TestLineWriterNilOutput(t *testing.T) {
 	w := NewLineWriter("job", nil, &file)
 	w.Write([]byte("a\nb"))
 	w.Flush()
-	if file.String() != "job | a\njob | b\n" {
+	if untimed(t, file.String()) != "stdout job | a\nstdout job | b\n" {
 		t.Fatalf("file %q", file.String())
 	}
 }

@@ -62,7 +62,7 @@ containers: *i
 		{"binary", write("bin.yaml", []byte("containers: []\n\x00\x01\x02")), "binary data (a NUL byte)"},
 		{"latin-1", write("latin1.yaml", []byte("instance: {name: caf\xe9}\n")), "not UTF-8 text"},
 		{"not YAML", write("bad.yaml", []byte("containers: [\n  - name: a\n   bad: : :\n")), "did not find expected"},
-		{"tab indent", write("tabs.yaml", []byte("containers:\n\t- name: a\n")), "line 2: found character that cannot start any token"},
+		{"tab indent", write("tabs.yaml", []byte("containers:\n\t- name: a\n")), "line 2: tab characters are not allowed for indentation"},
 		{"scalar", write("scalar.yaml", []byte("just text\n")), `the top level must be a mapping, got "just text" (line 1)`},
 		{"list", write("list.yaml", []byte("- a\n- b\n")), "the top level must be a mapping, got a list (line 1)"},
 		{"null", write("null.yaml", []byte("~\n")), "the document is empty"},

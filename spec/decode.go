@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -29,13 +31,13 @@ func decode(data []byte, c *collector) (*Spec, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("no YAML document (only comments or blank lines)")
 		}
-		return nil, yamlError(err)
+		return nil, syntaxError(data, err)
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, yamlError(err)
+		return nil, syntaxError(data, err)
 	default:
 		return nil, fmt.Errorf("more than one YAML document (line %d)", extra.Line)
 	}
@@ -72,6 +74,90 @@ func yamlError(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	msg = strings.ReplaceAll(msg, "\n", "; ")
 	return errors.New(msg)
+}
+
+// lineMessage is go-yaml's "line N: problem".
+var lineMessage = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// syntaxError is a parse error of data at the line of the problem. go-yaml names the
+// line where the construct around the problem began (the list or mapping whose
+// indentation broke: often line 1 or 2); the problem line is the first line whose
+// addition to the document makes it fail with the same problem. A tab in the
+// indentation of that line is said so plainly.
+func syntaxError(data []byte, err error) error {
+	err = yamlError(err)
+	m := lineMessage.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	line, _ := strconv.Atoi(m[1])
+	problem := m[2]
+	line = problemLine(data, line, problem)
+	text := lineText(data, line)
+	indent := text[:len(text)-len(strings.TrimLeft(text, " \t"))]
+	switch {
+	case strings.Contains(indent, "\t") || strings.Contains(problem, "tab character"):
+		problem = "tab characters are not allowed for indentation"
+	case problem == "did not find expected key" || problem == "did not find expected '-' indicator" ||
+		problem == "mapping values are not allowed in this context":
+		problem += " (check the indentation of this line and the one before)"
+	}
+	return fmt.Errorf("line %d: %s", line, problem)
+}
+
+// problemLine is the first line from `from` on whose prefix of data fails to parse
+// with problem (found by bisection: a prefix without the problem line parses, or
+// fails differently), or from when none does.
+func problemLine(data []byte, from int, problem string) int {
+	ends := lineEnds(data)
+	fails := func(line int) bool {
+		var n yaml.Node
+		err := yaml.Unmarshal(data[:ends[line-1]], &n)
+		if err == nil {
+			return false
+		}
+		m := lineMessage.FindStringSubmatch(strings.TrimPrefix(err.Error(), "yaml: "))
+		return m != nil && m[2] == problem
+	}
+	lo, hi := max(from, 1), len(ends)
+	if lo > hi || !fails(hi) {
+		return from
+	}
+	for lo < hi { // fails(hi) holds
+		mid := lo + (hi-lo)/2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return hi
+}
+
+// lineEnds are the offsets just past each line of data (its newline included).
+func lineEnds(data []byte) []int {
+	var ends []int
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		ends = append(ends, len(data))
+	}
+	return ends
+}
+
+// lineText is line n (from 1) of data without its newline, "" past the end.
+func lineText(data []byte, n int) string {
+	for i := 1; len(data) > 0; i++ {
+		line, rest, _ := bytes.Cut(data, []byte("\n"))
+		if i == n {
+			return string(line)
+		}
+		data = rest
+	}
+	return ""
 }
 
 // checkSize rejects documents nested deeper than maxDepth or larger than

@@ -119,6 +119,10 @@ func (v *variables) substitute(s string) (string, error) {
 				return "", fmt.Errorf("empty variable name {} at offset %d (write '{{}}' for literal braces)", i)
 			}
 			val, ok := v.lookup(name)
+			if !ok && i > 0 && s[i-1] == '$' {
+				// A shell's ${NAME}, as in sh -c 'echo ${HOME}'.
+				return "", fmt.Errorf("unknown variable {%s} (write ${{%s}} for a literal ${%s}, or $%s)", name, name, name, name)
+			}
 			if !ok {
 				return "", fmt.Errorf("unknown variable {%s}%s", name, v.hint(name))
 			}

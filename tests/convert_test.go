@@ -149,7 +149,7 @@ func TestPodAgentExampleRuns(t *testing.T) {
 		return c.State == "running" && c.Restarts >= 1
 	})
 	termAndWait(t, tp, 30*time.Second)
-	out := tp.stdout.String()
+	out := unpadded(tp.stdout.String())
 	for _, want := range []string{"server | hello from pod_agent", "server | stop requested"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, tail(out, 3000))
@@ -179,7 +179,7 @@ func TestISSExampleRuns(t *testing.T) {
 		}
 	}
 	waitFor(t, 10*time.Second, "the start hook's output", func() (bool, string) {
-		out := tp.stdout.String()
+		out := unpadded(tp.stdout.String())
 		return strings.Contains(out, "iss_hook_start | started on port 18080 in sas"), out
 	})
 	termAndWait(t, tp, 30*time.Second)
@@ -197,7 +197,7 @@ func TestProcessComposeExampleRuns(t *testing.T) {
 			containerStatus(d, "api").Ready.Status == "True" && containerStatus(d, "worker").State == "running"
 	})
 	waitFor(t, 10*time.Second, "every process's output", func() (bool, string) {
-		out := tp.stdout.String()
+		out := unpadded(tp.stdout.String())
 		for _, want := range []string{"db | db: accepting connections", "migrate | migrate: schema up to date", "api | api: serving on 8080", "worker | worker: job done"} {
 			if !strings.Contains(out, want) {
 				return false, out
@@ -303,7 +303,7 @@ func TestSupervisordExampleRuns(t *testing.T) {
 		t.Errorf("cron (autostart=false) is %s", c.State)
 	}
 	waitFor(t, 10*time.Second, "the programs' output", func() (bool, string) {
-		out := tp.stdout.String()
+		out := unpadded(tp.stdout.String())
 		return strings.Contains(out, "php-fpm | php-fpm: ready to handle connections (256M)") && strings.Contains(out, "nginx-1 | nginx: worker 1 started"), out
 	})
 	termAndWait(t, tp, 30*time.Second)
@@ -314,7 +314,7 @@ func TestSupervisordExampleRuns(t *testing.T) {
 func TestProcfileExampleRunsAndReloads(t *testing.T) {
 	tp := start(t, readForeign(t, "Procfile"))
 	waitFor(t, 20*time.Second, "web and worker output", func() (bool, string) {
-		out := tp.stdout.String()
+		out := unpadded(tp.stdout.String())
 		return strings.Contains(out, "web | web: listening on 5000") && strings.Contains(out, "worker | worker: job done"), out
 	})
 	text := readForeign(t, "Procfile") + "clock: while :; do echo tick; sleep 1; done\n"
@@ -332,7 +332,7 @@ func TestProcfileExampleRunsAndReloads(t *testing.T) {
 		t.Errorf("web was restarted by a reload that did not change it")
 	}
 	waitFor(t, 10*time.Second, "clock output", func() (bool, string) {
-		return strings.Contains(tp.stdout.String(), "clock | tick"), tp.stdout.String()
+		return strings.Contains(unpadded(tp.stdout.String()), "clock | tick"), tp.stdout.String()
 	})
 	termAndWait(t, tp, 30*time.Second)
 }

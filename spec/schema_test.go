@@ -1,0 +1,119 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
+)
+
+// schemaFile is the committed schema the examples' $schema lines point at.
+const schemaFile = "../docs/tend.schema.json"
+
+// The committed schema is what Schema makes now: a changed type changes it (run
+// `UPDATE_SCHEMA=1 go test ./spec -run TestSchemaFileUpToDate`, or `tend schema >docs/tend.schema.json`).
+func TestSchemaFileUpToDate(t *testing.T) {
+	got := Schema()
+	if os.Getenv("UPDATE_SCHEMA") != "" {
+		if err := os.WriteFile(schemaFile, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(schemaFile)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%s is not what Schema makes (%v): regenerate it with UPDATE_SCHEMA=1 go test ./spec -run TestSchemaFileUpToDate", schemaFile, err)
+	}
+}
+
+// compileSchema compiles the schema with a JSON Schema validator.
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(SchemaID, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(SchemaID)
+	if err != nil {
+		t.Fatalf("the schema does not compile: %v", err)
+	}
+	return s
+}
+
+// yamlAsJSON reads a YAML document as the JSON value a validator takes.
+func yamlAsJSON(t *testing.T, text []byte) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal(text, &v); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// Every tend example validates against the schema and points at it.
+func TestExamplesMatchSchema(t *testing.T) {
+	schema := compileSchema(t)
+	paths, _ := filepath.Glob("../examples/*.yaml")
+	paths = append(paths, "../examples/kubernetes/spec.yaml")
+	if len(paths) < 5 {
+		t.Fatalf("examples: %v", paths)
+	}
+	for _, path := range paths {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(filepath.Dir(path), schemaFile)
+		if line := "# yaml-language-server: $schema=" + rel + "\n"; !bytes.HasPrefix(text, []byte(line)) {
+			t.Errorf("%s does not begin with %q", path, line)
+		}
+		if err := schema.Validate(yamlAsJSON(t, text)); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+}
+
+// The schema rejects what the decoder rejects: unknown fields, wrong types, values
+// outside an enum; and takes what it takes: a number for a string field.
+func TestSchemaChecks(t *testing.T) {
+	schema := compileSchema(t)
+	tests := []struct {
+		doc string
+		ok  bool
+	}{
+		{"containers: [{name: web, command: [sleep, 1], env: [{name: N, value: 4}], readiness_probe: {tcp_socket: {port: 8080}}}]", true},
+		{"containers: [{name: web, command: x, comand: y}]", false},
+		{"containers: [{name: web, command: x, restart_policy: {mode: sometimes}}]", false},
+		{"containers: [{name: web, command: x, restart_policy: {min_period_ms: 1.5}}]", false},
+		{"containers: [{name: web}]", false},
+		{"containers: [{name: db, command: x}, {name: web, command: x, depends_on: {db: ready}}]", true},
+		{"containers: [{name: web, command: x, depends_on: {db: up}}]", false},
+		{"bogus: 1", false},
+	}
+	for _, tt := range tests {
+		err := schema.Validate(yamlAsJSON(t, []byte(tt.doc)))
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: valid %v, want %v (%v)", tt.doc, err == nil, tt.ok, err)
+		}
+		// The decoder agrees.
+		_, loadErr := Load(writeSpec(t, tt.doc, nil), testOptions())
+		if (loadErr == nil) != tt.ok {
+			t.Errorf("%s: Load %v, want ok %v", tt.doc, loadErr, tt.ok)
+		}
+	}
+}
