@@ -29,7 +29,7 @@ containers:
   - name: longer-name
     init: [{command: "echo from init"}]
     command: ["sh", "-c", "echo hello; touch {DIR}/b.done; exec sleep 600"]
-`, runOpts{pid1: true, env: []string{"TEND_TIMESTAMPS=true"}})
+`, runOpts{env: []string{"TEND_TIMESTAMPS=true"}})
 	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "a.done"))
 	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "b.done"))
 	waitFor(t, 5*time.Second, "the last lines of a and longer-name", func() (bool, string) {

@@ -18,7 +18,7 @@ func TestReloadErrorsCarryFileAndLine(t *testing.T) {
 containers:
   - name: web
     command: ["sleep", "600"]
-`, runOpts{pid1: true, args: []string{"--log-format", "console"}})
+`, runOpts{args: []string{"--log-format", "console"}})
 	tp.waitStatus(10*time.Second, "web running", func(d status.Document) bool {
 		return containerStatus(d, "web").State == "running"
 	})

@@ -67,7 +67,7 @@ func TestStackExample(t *testing.T) {
 	})
 	// api's SIGTERM goes to its whole group: let its `cat` finish first.
 	waitFor(t, 10*time.Second, "api serving", func() (bool, string) {
-		out := tp.stdout.String()
+		out := unpadded(tp.stdout.String())
 		return strings.Contains(out, "api | serving schema"), out
 	})
 	termAndWait(t, tp, 20*time.Second)
