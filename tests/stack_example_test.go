@@ -80,7 +80,7 @@ func TestStackExample(t *testing.T) {
 	if apiExit > dbTerm || recs[dbTerm].at.Before(recs[apiExit].at) {
 		t.Errorf("db got SIGTERM before api exited: %v %v", recs[apiExit], recs[dbTerm])
 	}
-	if out := tp.stdout.String(); !strings.Contains(out, "api | serving schema 3") {
+	if out := unpadded(tp.stdout.String()); !strings.Contains(out, "api | serving schema 3") {
 		t.Errorf("api did not see migrate's work:\n%s", out)
 	}
 }
