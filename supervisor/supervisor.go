@@ -505,7 +505,7 @@ func (sv *Supervisor) refreshReadyLocked(cs []status.Container, now time.Time) {
 	}
 	var notReady []string
 	for _, st := range cs {
-		if !st.Ready.True() {
+		if !st.Ready.True() && !succeeded(st) {
 			msg := st.Ready.Message
 			if msg == "" {
 				msg = st.Ready.Reason
@@ -518,6 +518,13 @@ func (sv *Supervisor) refreshReadyLocked(cs []status.Container, now time.Time) {
 		return
 	}
 	sv.ready.Set(false, "ContainersNotReady", joinLimited(notReady, "; "), now)
+}
+
+// succeeded reports whether a container finished its work: completed with exit 0. It
+// is not ready (its process exited) but holds the instance back no more than a
+// removed one does: a stack with a migrate job becomes ready once the job is done.
+func succeeded(st status.Container) bool {
+	return st.State == status.Completed && st.LastExit != nil && st.LastExit.Code == 0
 }
 
 // jobFinished reports, in job mode (every container never or on_failure), whether no

@@ -70,6 +70,13 @@ func TestStackExample(t *testing.T) {
 		out := unpadded(tp.stdout.String())
 		return strings.Contains(out, "api | serving schema"), out
 	})
+	// migrate completed with 0: it is not ready itself but holds the instance back no more.
+	doc := tp.waitStatus(10*time.Second, "the instance ready once migrate succeeded", func(d status.Document) bool {
+		return d.Ready.True()
+	})
+	if m := containerStatus(doc, "migrate"); m.State != status.Completed || m.Ready.True() {
+		t.Errorf("migrate: %s, ready %s; want completed and not ready itself", m.State, m.Ready.Status)
+	}
 	termAndWait(t, tp, 20*time.Second)
 	recs := logRecords(t, tp)
 	db, migrate, api := find(t, recs, "db", "started", ""), find(t, recs, "migrate", "started", ""), find(t, recs, "api", "started", "")
