@@ -15,6 +15,7 @@
 # Environment: BENCH_QUICK=1, BENCH_REPS_EXEC, BENCH_REPS_IDLE, BENCH_REPS_PROBE,
 # BENCH_WINDOW (seconds), BENCH_N (containers, default 100), BENCH_PORT_BASE (31000),
 # BENCH_SKIP="pebble supervisord ..." (peers to leave out), BENCH_ONLY="exec idle probe"
+# BENCH_BASE=/path/to/an/older/tend (adds it as the peer tend-base, for before/after runs)
 # (scenarios to run: 1, 2+3, 4), BENCH_CACHE (where pebble is built).
 set -euo pipefail
 
@@ -63,7 +64,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-have() { [[ $SKIP != *" $1 "* ]]; }
+have() { [[ $SKIP != *" $1 "* && ($1 != tend-base || -n ${BENCH_BASE:-}) ]]; }
 
 # --- tools -------------------------------------------------------------------------
 [[ -x $TEND ]] || die "$TEND is missing: run 'make build' (or 'make bench')"
@@ -204,6 +205,7 @@ sup_cmd() {
 	case $sup in
 	direct) CMD=("$STAMP" "$dir/stamp"); mkdir -p "$dir" ;;
 	tend) write_tend "$dir" "$kind"; CMD=("$TEND" run "${TEND_FLAGS[@]}" "$dir/spec.yaml") ;;
+	tend-base) write_tend "$dir" "$kind"; CMD=("$BENCH_BASE" run "${TEND_FLAGS[@]}" "$dir/spec.yaml") ;;
 	tini)
 		mkdir -p "$dir"
 		case $kind in
@@ -253,7 +255,7 @@ START=$(date +%s)
 [[ $ONLY == *" exec "* ]] && log "scenario 1: launch -> first exec, $REPS_EXEC repetitions"
 for ((r = 1; r <= REPS_EXEC; r++)); do
 	[[ $ONLY == *" exec "* ]] || break
-	for sup in $(peers direct tend tini pebble supervisord); do
+	for sup in $(peers direct tend tend-base tini pebble supervisord); do
 		one exec "$sup" stamp launch 60 -timeout 30s -stop-timeout 30s
 	done
 done
@@ -283,10 +285,10 @@ probe_flags=(-n "$N" -comm benchhttpd -ports "$((PORT_BASE + 1))-$((PORT_BASE + 
 	-window "${WINDOW}s" -start-timeout 60s -stop-timeout 45s)
 for ((r = 1; r <= REPS_PROBE; r++)); do
 	[[ $ONLY == *" probe "* ]] || break
-	for sup in $(peers tend pebble go-floor go-floor-ka); do
+	for sup in $(peers tend tend-base pebble go-floor go-floor-ka); do
 		one probe100 "$sup" "httpd$N" run $((WINDOW + 150)) "${probe_flags[@]}"
 	done
-	for sup in $(peers tend pebble); do
+	for sup in $(peers tend tend-base pebble); do
 		one plain100 "$sup" "plain$N" run $((WINDOW + 150)) "${probe_flags[@]}"
 	done
 done

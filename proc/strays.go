@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -9,11 +11,57 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Descendants returns the PIDs of every living process below pid, read from /proc:
-// its children, their children, and so on. As a child subreaper tend gets every
-// orphan of its containers, so below tend is where every process it ever started
-// (or that they started) is.
+// Descendants returns the PIDs of every living process below pid: its children,
+// their children, and so on. As a child subreaper tend gets every orphan of its
+// containers, so below tend is where every process it ever started (or that they
+// started) is. It reads /proc/PID/task/TID/children, which names only the processes
+// below; a kernel without it gets a scan of every process's parent.
 func Descendants(pid int) []int {
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		children, ok := childrenOf(p)
+		if !ok {
+			return scanDescendants(pid)
+		}
+		out = append(out, children...)
+		queue = append(queue, children...)
+	}
+	return out
+}
+
+// childrenOf lists the children of every thread of p; ok is false when the kernel
+// has no children files (CONFIG_PROC_CHILDREN). A process that is gone has none.
+func childrenOf(p int) ([]int, bool) {
+	dir := "/proc/" + strconv.Itoa(p) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, true // gone meanwhile
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, statErr := os.Stat(dir + "/" + t.Name()); statErr == nil {
+				return nil, false // the task is there, its children file is not
+			}
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				if _, ok := parentOf(c); ok { // not a zombie
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out, true
+}
+
+// scanDescendants is Descendants by reading the parent of every process.
+func scanDescendants(pid int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil

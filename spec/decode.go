@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -77,7 +78,7 @@ func yamlError(err error) error {
 }
 
 // lineMessage is go-yaml's "line N: problem".
-var lineMessage = regexp.MustCompile(`^line (\d+): (.*)$`)
+var lineMessage = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line (\d+): (.*)$`) })
 
 // syntaxError is a parse error of data at the line of the problem. go-yaml names the
 // line where the construct around the problem began (the list or mapping whose
@@ -86,7 +87,7 @@ var lineMessage = regexp.MustCompile(`^line (\d+): (.*)$`)
 // indentation of that line is said so plainly.
 func syntaxError(data []byte, err error) error {
 	err = yamlError(err)
-	m := lineMessage.FindStringSubmatch(err.Error())
+	m := lineMessage().FindStringSubmatch(err.Error())
 	if m == nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func problemLine(data []byte, from int, problem string) int {
 		if err == nil {
 			return false
 		}
-		m := lineMessage.FindStringSubmatch(strings.TrimPrefix(err.Error(), "yaml: "))
+		m := lineMessage().FindStringSubmatch(strings.TrimPrefix(err.Error(), "yaml: "))
 		return m != nil && m[2] == problem
 	}
 	lo, hi := max(from, 1), len(ends)

@@ -739,7 +739,7 @@ func cmdSummarize(args []string) error {
 			vals["probe100|net_us_per_probe|"+sup] = []float64{(median(pc) - median(bc)) / 100 * 1e6 / median(pr)}
 		}
 	}
-	sups := []string{"direct", "tend", "tini", "pebble", "supervisord", "go-floor", "go-floor-ka"}
+	sups := []string{"direct", "tend", "tend-base", "tini", "pebble", "supervisord", "go-floor", "go-floor-ka"}
 	rows := []row{
 		{"1. launch → first container exec", "exec", "exec_ms", 1, "ms", "%.2f", "≤ 5 ms", func(t float64) bool { return t <= 5 }},
 		{"2. supervisor RSS, 1 `sleep`", "idle1", "rss_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
