@@ -77,8 +77,9 @@ func (sv *Supervisor) handle(req request) {
 // in the background.
 type apiServer struct {
 	failed  chan error // a listener that stopped accepting for good
-	servers []*http.Server
-	sockets []string // unix socket paths, removed on close
+	sockets []string   // unix socket paths, removed on close
+	ready   chan struct{}
+	servers []*http.Server // set before ready is closed
 }
 
 // startAPI opens every --listen address and serves them in the background. It runs
@@ -106,22 +107,29 @@ func (sv *Supervisor) startAPI() (*apiServer, error) {
 			a.sockets = append(a.sockets, socket)
 		}
 	}
-	for i, ln := range listeners {
-		srv := sv.newServer(addrs[i], isUnix(addrs[i]))
-		a.servers = append(a.servers, srv)
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				a.failed <- fmt.Errorf("serve the API on %s: %w", addrs[i], err)
-			}
-		}()
-		sv.log.Info().Str("listen", addrs[i]).Int("max_connections", cap(ln.pools[0].tokens)).
-			Uint64("fd_limit", fds).Msg("serving the API")
-	}
+	// The servers (their routes) are built beside preparing: the first container's
+	// exec does not wait for them; connections wait in the listen backlog meanwhile.
+	a.ready = make(chan struct{})
+	go func() {
+		defer close(a.ready)
+		for i, ln := range listeners {
+			srv := sv.newServer(addrs[i], isUnix(addrs[i]))
+			a.servers = append(a.servers, srv)
+			go func() {
+				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					a.failed <- fmt.Errorf("serve the API on %s: %w", addrs[i], err)
+				}
+			}()
+			sv.log.Info().Str("listen", addrs[i]).Int("max_connections", cap(ln.pools[0].tokens)).
+				Uint64("fd_limit", fds).Msg("serving the API")
+		}
+	}()
 	return a, nil
 }
 
 // close stops the servers and removes the unix sockets.
 func (a *apiServer) close() {
+	<-a.ready
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	for _, s := range a.servers {

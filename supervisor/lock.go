@@ -44,10 +44,14 @@ func lockInstance(dir string, log zerolog.Logger) (*instanceLock, error) {
 		log.Warn().Err(err).Str("lock", path).Msg("cannot lock the instance; running without the lock")
 		return nil, nil
 	}
-	// Only the holder writes, so the pid read by a second tend is the holder's.
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
+	// Only the holder writes, so the pid read by a second tend is the holder's. The
+	// pid is only for a second tend's error message, and writing it costs a few
+	// hundred microseconds on some file systems: not before the first container.
+	go func() {
+		if err := f.Truncate(0); err == nil {
+			_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		}
+	}()
 	return &instanceLock{f}, nil
 }
 
