@@ -64,6 +64,9 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return specFailure(path, err)
 			}
+			if err := checkRoot(s); err != nil {
+				return err
+			}
 			footprint.SettleAfterStartup()
 			sv := supervisor.New(s, supervisor.Options{
 				Load:           func() (*spec.Spec, error) { return loadSpecAs(path, vars, format, logWarnings(log, path)) },

@@ -369,7 +369,7 @@ func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container, stoppedByRe
 	}
 	c, err := container.New(container.Config{
 		Spec:    cs,
-		Env:     s.ProcessEnv(cs.Env),
+		Env:     s.ProcessEnvAs(cs.Env, cs.Identity()),
 		Dir:     s.WorkDir(cs.WorkingDir),
 		LogFile: logFile,
 		Stdout:  sv.stdout,
@@ -393,7 +393,7 @@ func (sv *Supervisor) prepare(ctx context.Context) error {
 	}
 	for i := range s.InitContainers {
 		ic := &s.InitContainers[i]
-		env := s.ProcessEnv(ic.Env)
+		env := s.ProcessEnvAs(ic.Env, ic.Identity())
 		sv.log.Info().Str("init_container", ic.Name).Msg("running init container")
 		err := container.RunUntilSuccess(ctx,
 			func() ([]string, error) { return spec.Argv(ic.Command, env) },
@@ -402,6 +402,7 @@ func (sv *Supervisor) prepare(ctx context.Context) error {
 				Dir:    s.WorkDir(ic.WorkingDir),
 				Stdout: container.NewLineWriter(ic.Name, sv.stdout, nil),
 				Stderr: container.NewLineWriter(ic.Name, sv.stderr, nil),
+				Ident:  ic.Identity(),
 			},
 			restart.FromSpec(ic.TimeLimit),
 			func() { sv.setInit(i, func(st *status.InitContainer) { st.State = status.Running }) },
