@@ -51,9 +51,11 @@ type LineWriter struct {
 	prefix  []byte // "NAME | "
 	out     *Output
 	file    io.Writer
-	line    []byte // the unfinished line, at most MaxLine bytes
-	batch   []byte // complete prefixed lines not yet written
-	fileErr error  // the first error of file since the last Flush
+	line    []byte   // the unfinished line, at most MaxLine bytes
+	batch   []byte   // complete prefixed lines not yet written
+	fileErr error    // the first error of file since the last Flush
+	ring    *LogRing // keeps the lines for reading (logring.go); nil: none
+	stderr  bool     // the stream, for ring
 }
 
 // NewLineWriter writes the lines of one stream to out (nil: nowhere) and file (nil: none).
@@ -153,6 +155,9 @@ func (w *LineWriter) WithMatches(ms ...*LineMatch) *LineWriter {
 func (w *LineWriter) emit(text []byte) {
 	for _, m := range w.matches {
 		m.check(text)
+	}
+	if w.ring != nil {
+		w.ring.add(w.stderr, text)
 	}
 	w.batch = append(w.batch, w.prefix...)
 	w.batch = append(w.batch, text...)

@@ -444,3 +444,12 @@ func RlimitName(res int) string {
 	}
 	return strconv.Itoa(res)
 }
+
+// KeepLines is how many lines of output the container keeps for GET /v1/logs:
+// log.keep_lines, DefaultKeepLines without a log section.
+func (c *Container) KeepLines() int {
+	if c.Log == nil || c.Log.KeepLines == nil {
+		return DefaultKeepLines
+	}
+	return *c.Log.KeepLines
+}

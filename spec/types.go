@@ -270,9 +270,11 @@ type Policy struct {
 	TimeLimit *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
 }
 
-// Log is an optional log file with size rotation; stdout prefixing always happens.
+// Log is an optional log file with size rotation, and the lines kept in memory for
+// GET /v1/logs; stdout prefixing always happens.
 type Log struct {
-	File      string `yaml:"file" json:"file"`
+	File      string `yaml:"file,omitempty" json:"file,omitempty"`
+	KeepLines *int   `yaml:"keep_lines,omitempty" json:"keep_lines,omitempty"`
 	MaxSizeMb *int   `yaml:"max_size_mb,omitempty" json:"max_size_mb,omitempty"`
 	MaxFiles  *int   `yaml:"max_files,omitempty" json:"max_files,omitempty"`
 }

@@ -105,6 +105,7 @@ type Supervisor struct {
 	containers []*container.Container
 	reloadErr  string
 	res        *resourceState // nil until preparing starts; see resources.go
+	logs       *logHub        // the output kept for GET /v1/logs (logs.go)
 }
 
 // New returns a supervisor for s.
@@ -115,6 +116,7 @@ func New(s *spec.Spec, opts Options) *Supervisor {
 		log:         opts.Log,
 		stdout:      container.NewOutput(opts.Stdout),
 		stderr:      container.NewOutput(opts.Stderr),
+		logs:        newLogHub(),
 		requests:    make(chan request),
 		changed:     make(chan struct{}, 1),
 		reloadSteps: make(chan reloadStep, 4),
@@ -374,6 +376,7 @@ func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container, stoppedByRe
 		LogFile: logFile,
 		Stdout:  sv.stdout,
 		Stderr:  sv.stderr,
+		Logs:    sv.logs.ring(cs),
 		Log:     sv.log,
 		Changed: sv.notify,
 
