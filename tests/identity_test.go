@@ -83,7 +83,8 @@ containers:
     working_dir: `+sh+`
     init:
       - command: ["sh", "-c", "(id -u; id -g; ulimit -n) > init.out"]
-    command: ["sh", "-c", "cat /proc/self/limits > limits.out; echo $HOME $USER $LOGNAME > env.out; exec sleep 1000"]
+    log: {file: {DIR}/web.log}
+    command: ["sh", "-c", "cat /proc/self/limits > limits.out; echo $HOME $USER $LOGNAME > env.out; echo hello from $(id -un); exec sleep 1000"]
     readiness_probe:
       exec: {command: ["sh", "-c", "(id -u; ulimit -n) > probe.out"]}
   - name: notified
@@ -128,6 +129,11 @@ containers:
 	if got := strings.Fields(waitFile(t, 5*time.Second, filepath.Join(sh, "probe.out"))); strings.Join(got, " ") != uid+" 1024" {
 		t.Errorf("exec probe ran as uid nofile %v, want %s 1024", got, uid)
 	}
+	// Its output reaches tend's stdout and the log file tend writes for it.
+	waitFor(t, 5*time.Second, "the output", func() (bool, string) {
+		log, _ := os.ReadFile(filepath.Join(tp.dir, "web.log"))
+		return strings.Contains(tp.stdout.String(), "web | hello from nobody") && strings.Contains(string(log), "web | hello from nobody"), tp.stdout.String()
+	})
 	// tend's own limits are untouched.
 	tendLimits, _ := os.ReadFile("/proc/" + strconv.Itoa(tp.cmd.Process.Pid) + "/limits")
 	if got := limitLine(t, string(tendLimits), "Max open files"); got == "1024 1024" {
