@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,6 +88,9 @@ containers:
     command: ["sh", "-c", "cat /proc/self/limits > limits.out; echo $HOME $USER $LOGNAME > env.out; echo hello from $(id -un); exec sleep 1000"]
     readiness_probe:
       exec: {command: ["sh", "-c", "(id -u; ulimit -n) > probe.out"]}
+    stop_policy:
+      exec: {command: ["sh", "-c", "(id -u; ulimit -n) > stop.out"]}
+      term_timeout_ms: 100
   - name: notified
     user: nobody
     working_dir: `+sh+`
@@ -142,6 +146,12 @@ containers:
 	if f := procField(t, tp.cmd.Process.Pid, "Uid"); f[0] != "0" {
 		t.Errorf("tend's uid became %v", f)
 	}
+	tp.signal(syscall.SIGTERM)
+	// The file exists before the shell has written it: wait for both lines.
+	waitFor(t, 10*time.Second, "the stop handler's uid and nofile", func() (bool, string) {
+		b, _ := os.ReadFile(filepath.Join(sh, "stop.out"))
+		return string(b) == uid+"\n1024\n", string(b)
+	})
 }
 
 // supplementary is what `id -G` says of user's groups, without the primary gid.
