@@ -7,7 +7,8 @@ import (
 
 // LogRing keeps a container's most recent lines of output for reading (README
 // "Logs"): keep lines of at most MaxLine bytes each, with the time and stream of
-// each. Every line is numbered; readers ask for the lines from a number on, and a
+// each, and at most keep × BytesPerKeptLine bytes of them (the newest line always),
+// so that a container writing long lines cannot make tend hold keep × 64 KiB. Every line is numbered; readers ask for the lines from a number on, and a
 // reader that fell behind by more than the ring holds learns how many it lost. A
 // writer never waits for a reader. A LogRing is safe for concurrent use.
 type LogRing struct {
@@ -17,11 +18,22 @@ type LogRing struct {
 	slots    []logSlot         // line number seq is in slots[seq%len(slots)]
 	oldest   uint64            // the number of the oldest line kept
 	next     uint64            // the number of the next line
+	bytes    int               // the capacity of every kept line's text
+	budget   int               // the most bytes may be
 	watchers []chan<- struct{} // woken (without blocking) after every line
 }
 
-// logSlot is one kept line. text keeps its capacity for the next line in the slot,
-// so a ring that is full costs no allocation per line, only the copy.
+// BytesPerKeptLine is the average length of line a ring keeps keep_lines of; with
+// longer lines it keeps fewer.
+const BytesPerKeptLine = 1 << 10
+
+// reuseBelow is the capacity up to which a slot keeps its text's buffer for any later
+// line: a ring that is full costs no allocation per line, only the copy. A bigger
+// buffer is replaced when a line of less than half its size comes, so that the
+// bytes the ring holds stay what its lines need.
+const reuseBelow = 4 << 10
+
+// logSlot is one kept line.
 type logSlot struct {
 	nanos  int64 // Unix time of the line
 	stderr bool
@@ -38,7 +50,7 @@ type LogLine struct {
 
 // NewLogRing keeps the last keep lines of container name (0: none).
 func NewLogRing(name string, keep int) *LogRing {
-	return &LogRing{name: name, slots: make([]logSlot, keep)}
+	return &LogRing{name: name, slots: make([]logSlot, keep), budget: keep * BytesPerKeptLine}
 }
 
 // Name is the container's name.
@@ -54,10 +66,25 @@ func (r *LogRing) Resize(keep int) {
 	}
 	slots := make([]logSlot, keep)
 	r.oldest = max(r.oldest, r.next-min(r.next, uint64(keep)))
+	r.bytes = 0
 	for seq := r.oldest; seq < r.next; seq++ {
-		slots[seq%uint64(keep)] = r.slots[seq%uint64(len(r.slots))]
+		s := r.slots[seq%uint64(len(r.slots))]
+		slots[seq%uint64(keep)] = s
+		r.bytes += cap(s.text)
 	}
-	r.slots = slots
+	r.slots, r.budget = slots, keep*BytesPerKeptLine
+	r.trim()
+}
+
+// trim drops the oldest lines while the kept text is over budget, the newest
+// excepted (r.mu held).
+func (r *LogRing) trim() {
+	for r.bytes > r.budget && r.next-r.oldest > 1 {
+		s := &r.slots[r.oldest%uint64(len(r.slots))]
+		r.bytes -= cap(s.text)
+		s.text = nil
+		r.oldest++
+	}
 }
 
 // add keeps one line (text holds no newline, at most MaxLine bytes).
@@ -68,13 +95,19 @@ func (r *LogRing) add(stderr bool, text []byte) {
 	if len(r.slots) == 0 {
 		return
 	}
-	if r.next-r.oldest == uint64(len(r.slots)) {
-		r.oldest++ // its slot is taken now
-	}
 	s := &r.slots[r.next%uint64(len(r.slots))]
+	if r.next-r.oldest == uint64(len(r.slots)) {
+		r.oldest++ // its slot is taken now (otherwise it is empty)
+	}
+	r.bytes -= cap(s.text)
+	if cap(s.text) > reuseBelow && len(text) < cap(s.text)/2 {
+		s.text = nil
+	}
 	s.nanos, s.stderr = now, stderr
 	s.text = append(s.text[:0], text...)
+	r.bytes += cap(s.text)
 	r.next++
+	r.trim()
 	for _, w := range r.watchers {
 		select {
 		case w <- struct{}{}:

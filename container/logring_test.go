@@ -61,7 +61,7 @@ func TestLogRingResize(t *testing.T) {
 }
 
 func TestLineWriterFillsTheRing(t *testing.T) {
-	r := NewLogRing("web", 10)
+	r := NewLogRing("web", 100) // 100 KiB: room for a 64 KiB piece
 	w := NewLineWriter("web", nil, nil).WithRing(r, true)
 	w.Write([]byte("one\ntw"))
 	w.Write([]byte("o\n" + strings.Repeat("x", MaxLine+3)))
@@ -69,6 +69,35 @@ func TestLineWriterFillsTheRing(t *testing.T) {
 	lines, _, _ := r.Since(0)
 	if len(lines) != 4 || lines[0].Line != "one" || lines[1].Line != "two" || len(lines[2].Line) != MaxLine || lines[3].Line != "xxx" || !lines[0].Stderr {
 		t.Errorf("kept %d lines", len(lines))
+	}
+}
+
+// Long lines: the ring keeps keep × BytesPerKeptLine bytes of them, not keep × 64 KiB.
+func TestLogRingByteBudget(t *testing.T) {
+	r := NewLogRing("web", 100)
+	long := []byte(strings.Repeat("x", MaxLine))
+	for range 300 {
+		r.add(false, long)
+	}
+	lines, _, _ := r.Since(0)
+	if want := 100 * BytesPerKeptLine / MaxLine; len(lines) != want {
+		t.Errorf("kept %d lines of 64 KiB, want %d", len(lines), want)
+	}
+	if r.bytes > r.budget {
+		t.Errorf("holds %d bytes, budget %d", r.bytes, r.budget)
+	}
+	// Short lines again: the big buffers go, all 100 lines fit.
+	for i := range 100 {
+		r.add(false, fmt.Appendf(nil, "s%d", i))
+	}
+	if lines, _, _ := r.Since(0); len(lines) != 100 || lines[0].Line != "s0" || r.bytes > 100*16 {
+		t.Errorf("kept %d short lines in %d bytes", len(lines), r.bytes)
+	}
+	// A line longer than the whole budget is kept alone.
+	small := NewLogRing("web", 1)
+	small.add(false, long)
+	if lines, _, _ := small.Since(0); len(lines) != 1 {
+		t.Errorf("a ring of 1 kept %d lines of 64 KiB", len(lines))
 	}
 }
 
