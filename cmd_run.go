@@ -78,6 +78,9 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return specFailure(path, err)
 			}
+			if err := checkRoot(s); err != nil {
+				return err
+			}
 			footprint.SettleAfterStartup()
 			sv := supervisor.New(s, supervisor.Options{
 				Load:           func() (*spec.Spec, error) { s, err := load(); return s, locatedErrors(path, err) },

@@ -82,6 +82,7 @@ func newApp() *cli.App {
 			schemaCommand(),
 			completionCommand(),
 			statusCommand(),
+			logsCommand(),
 			controlCommand("restart", "restart containers", true),
 			controlCommand("stop", "stop containers and keep them stopped (target_state removed)", true),
 			controlCommand("start", "start stopped containers (target_state active)", true),

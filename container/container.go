@@ -26,7 +26,9 @@ type Config struct {
 	LogFile string
 	Stdout  *Output
 	Stderr  *Output
-	Log     zerolog.Logger
+	// Logs keeps the output for reading (GET /v1/logs); nil: not kept.
+	Logs *LogRing
+	Log  zerolog.Logger
 	// Changed is called after every status change. It must not block.
 	Changed func()
 	// Rand returns a uniform float in [0, 1) for the restart jitter; nil uses math/rand.

@@ -57,7 +57,7 @@ func (l *loop) runInit(ctx context.Context) error {
 		attempts := 0
 		err := RunUntilSuccess(ctx,
 			func() ([]string, error) { return spec.Argv(ic.Command, l.cfg.Env) },
-			proc.Cmd{Env: l.cfg.Env, Dir: l.cfg.Dir, Stdout: l.c.initWriter(name, l.cfg.Stdout), Stderr: l.c.initWriter(name, l.cfg.Stderr)},
+			proc.Cmd{Env: l.cfg.Env, Dir: l.cfg.Dir, Stdout: l.c.initWriter(name, l.cfg.Stdout), Stderr: l.c.initWriter(name, l.cfg.Stderr), Ident: l.sc.Identity()},
 			restart.FromSpec(ic.TimeLimit), nil,
 			func(e proc.Exit, _ time.Duration) {
 				attempts++
@@ -77,7 +77,7 @@ func (l *loop) runInit(ctx context.Context) error {
 // outputWriter is where a container process's stream goes: prefixed lines to out and
 // to the log file, checked by the log_line matchers ms. nil discards.
 func (c *Container) outputWriter(out *Output, ms ...*LineMatch) io.Writer {
-	if out == nil && c.logFile == nil && len(ms) == 0 {
+	if out == nil && c.logFile == nil && c.cfg.Logs == nil && len(ms) == 0 {
 		return nil
 	}
 	return c.lineWriter(c.cfg.Spec.Name, out).WithMatches(ms...)
@@ -85,7 +85,7 @@ func (c *Container) outputWriter(out *Output, ms ...*LineMatch) io.Writer {
 
 // initWriter is where an init command's stream goes (nil: nowhere).
 func (c *Container) initWriter(name string, out *Output) io.Writer {
-	if out == nil && c.logFile == nil {
+	if out == nil && c.logFile == nil && c.cfg.Logs == nil {
 		return nil
 	}
 	return c.lineWriter(name, out)
@@ -98,8 +98,9 @@ func (c *Container) lineWriter(name string, out *Output) *LineWriter {
 	if c.logFile != nil {
 		file = c.logFile
 	}
-	w := NewLineWriter(name, out, file)
-	if out != nil && out == c.cfg.Stderr && out != c.cfg.Stdout {
+	stderr := out != nil && out == c.cfg.Stderr && out != c.cfg.Stdout
+	w := NewLineWriter(name, out, file).WithRing(c.cfg.Logs, stderr)
+	if stderr {
 		w.WithStream("stderr")
 	}
 	return w

@@ -257,6 +257,7 @@ func (l *loop) spawn() (*proc.Process, error) {
 		Stdout: l.c.outputWriter(l.cfg.Stdout, matches...),
 		Stderr: l.c.outputWriter(l.cfg.Stderr, matches...),
 		Files:  files,
+		Ident:  l.sc.Identity(),
 	})
 }
 

@@ -95,11 +95,13 @@ type LineWriter struct {
 	filePrefix []byte // file's " STREAM NAME | " (after the time)
 	out        *Output
 	file       io.Writer
-	line       []byte // the unfinished line, at most MaxLine bytes
-	batch      []byte // complete prefixed lines for out not yet written
-	fileBatch  []byte // complete lines for file not yet written
-	fileErr    error  // the first error of file since the last Flush
-	clock      stamp  // the time of the lines of the current Write
+	line       []byte   // the unfinished line, at most MaxLine bytes
+	batch      []byte   // complete prefixed lines for out not yet written
+	fileBatch  []byte   // complete lines for file not yet written
+	fileErr    error    // the first error of file since the last Flush
+	clock      stamp    // the time of the lines of the current Write
+	ring       *LogRing // keeps the lines for reading (logring.go); nil: none
+	stderr     bool     // the stream, for ring
 }
 
 // NewLineWriter writes the lines of one stream to out (nil: nowhere) and file (nil: none).
@@ -223,6 +225,9 @@ func (w *LineWriter) begin() {
 func (w *LineWriter) emit(text []byte) {
 	for _, m := range w.matches {
 		m.check(text)
+	}
+	if w.ring != nil {
+		w.ring.add(w.stderr, text)
 	}
 	if w.out != nil {
 		if w.out.style.Timestamps {

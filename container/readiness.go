@@ -170,7 +170,7 @@ func waitsFor(p *spec.Probe) string {
 }
 
 func (l *loop) target() probes.Target {
-	return probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name}
+	return probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity()}
 }
 
 // stopHealth stops everything startHealth started.
@@ -292,7 +292,7 @@ func (l *loop) believe(m notifyMsg) bool {
 		// A sender outside tend's PID namespace: never one of its containers.
 	case m.pgrp == l.proc.Pid():
 		return true
-	case m.pgrp == 0 && m.uid == os.Getuid():
+	case m.pgrp == 0 && m.uid == l.uid():
 		return true
 	}
 	l.log.Debug().Int("pid", m.pid).Int("pgrp", m.pgrp).Msg("notify message from outside the container ignored")

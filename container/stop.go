@@ -63,7 +63,7 @@ func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
 		destroy:   destroy,
 		waits:     l.sc.TermBarrier == spec.BarrierWait,
 		barriers:  append([]*Barrier(nil), op.Barriers...),
-		target:    probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name},
+		target:    probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity()},
 		events:    l.stopSteps,
 		kill:      ctx,
 		cancelAll: cancel,

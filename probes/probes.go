@@ -25,6 +25,7 @@ type Target struct {
 	Container string
 	Env       []string
 	Dir       string
+	Ident     *spec.Identity // who exec handlers run as; nil: tend's user
 }
 
 // Kind tells a liveness, readiness and startup probe apart.

@@ -43,6 +43,9 @@ type Cmd struct {
 	// Files are more descriptors of the child: its fd number (3 or more) to one of
 	// ours, such as s6's notification descriptor. Other fds are closed in the child.
 	Files map[int]*os.File
+	// Ident is the user, groups and resource limits to run as (identity.go); nil
+	// is tend's own.
+	Ident *spec.Identity
 }
 
 // Exit is how a process ended, or why it never started.
@@ -135,8 +138,9 @@ func Start(c Cmd) (*Process, error) {
 		Files: withFiles(out.childFds(), c.Files),
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}
+	execPath, argv := withIdentity(c.Ident, path, c.Argv, attr)
 	reapMu.Lock()
-	pid, err := syscall.ForkExec(path, c.Argv, attr)
+	pid, err := syscall.ForkExec(execPath, argv, attr)
 	if err == nil {
 		p.pid = pid
 		running[pid] = p

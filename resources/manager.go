@@ -406,7 +406,7 @@ func (m *Manager) notify(ctx context.Context, next *spec.Spec, running []string,
 		if len(c.NotifyActions) == 0 || !slices.Contains(running, c.Name) {
 			continue
 		}
-		target := probes.Target{Container: c.Name, Env: next.ProcessEnv(c.Env), Dir: next.WorkDir(c.WorkingDir)}
+		target := probes.Target{Container: c.Name, Env: next.ProcessEnvAs(c.Env, c.Identity()), Dir: next.WorkDir(c.WorkingDir), Ident: c.Identity()}
 		for j := range c.NotifyActions {
 			err := RunPolicy(ctx, &c.NotifyActions[j], target, changed)
 			ev := m.opts.Log.Info()

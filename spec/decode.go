@@ -246,6 +246,10 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 		w.command(n, path)
 		return
 	}
+	if t == rlimitType {
+		w.rlimit(n, path)
+		return
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		w.walk(n, t.Elem(), path)

@@ -21,6 +21,7 @@ const (
 	DefaultTCPHost              = "::1"
 	DefaultLogMaxSizeMb         = 100
 	DefaultLogMaxFiles          = 5
+	DefaultKeepLines            = 1000 // also without a log section: see Container.KeepLines
 	DefaultChecksum             = "EMPTY:"
 	DefaultCheckPeriod          = "0d0h0m"
 	DefaultCachedRevisions      = 3
@@ -129,6 +130,7 @@ func defaultContainer(c *Container, port *int) {
 	if c.Log != nil {
 		setInt(&c.Log.MaxSizeMb, DefaultLogMaxSizeMb)
 		setInt(&c.Log.MaxFiles, DefaultLogMaxFiles)
+		setInt(&c.Log.KeepLines, DefaultKeepLines)
 	}
 }
 

@@ -107,6 +107,7 @@ func resolve(s *Spec, opts Options, specDir string, c *collector) {
 	for _, name := range sortedKeys(opts.Limits) {
 		e.set(name, opts.Limits[name])
 	}
+	identityBefore := identityEnv(e)
 	for i, f := range s.EnvFiles {
 		if f == "" {
 			continue // reported by the checker
@@ -118,6 +119,8 @@ func resolve(s *Spec, opts Options, specDir string, c *collector) {
 	readSecrets(s, "env", s.Env, c)
 	e.setVars(s.Env)
 	s.baseEnv = e.strings()
+	s.specEnv = specEnvKeys(e, identityBefore)
+	resolveIdentities(s, c)
 
 	for i := range s.InitContainers {
 		readSecrets(s, join(index("init_containers", i), "env"), s.InitContainers[i].Env, c)

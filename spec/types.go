@@ -25,6 +25,7 @@ type Spec struct {
 	digest  [32]byte          // SHA-256 of the file's bytes, for Revision
 	vars    map[string]string // every substitution variable, for Vars
 	baseEnv []string          // tend's env + variables + cgroup limits + env_files + env, later wins
+	specEnv map[string]bool   // HOME, USER, LOGNAME when env_files or env set them (identity.go)
 }
 
 // Instance is the instance-wide section.
@@ -34,6 +35,10 @@ type Instance struct {
 	Port          *int              `yaml:"port,omitempty" json:"port,omitempty"`
 	Vars          map[string]string `yaml:"vars,omitempty" json:"vars,omitempty"`
 	InitTimeoutMs *int64            `yaml:"init_timeout_ms,omitempty" json:"init_timeout_ms,omitempty"`
+	// User, Group and Rlimits are every container's default (identity.go).
+	User    string            `yaml:"user,omitempty" json:"user,omitempty"`
+	Group   string            `yaml:"group,omitempty" json:"group,omitempty"`
+	Rlimits map[string]Rlimit `yaml:"rlimits,omitempty" json:"rlimits,omitempty"`
 }
 
 // EnvVar is one environment variable: a literal value or a secret read from a file.
@@ -70,11 +75,16 @@ type TimeLimit struct {
 
 // InitContainer runs once, in order, before any container (SPEC.md §3.1).
 type InitContainer struct {
-	Name       string     `yaml:"name" json:"name"`
-	Command    Command    `yaml:"command" json:"command"`
-	WorkingDir string     `yaml:"working_dir,omitempty" json:"working_dir,omitempty"`
-	Env        []EnvVar   `yaml:"env,omitempty" json:"env,omitempty"`
-	TimeLimit  *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
+	Name       string            `yaml:"name" json:"name"`
+	Command    Command           `yaml:"command" json:"command"`
+	WorkingDir string            `yaml:"working_dir,omitempty" json:"working_dir,omitempty"`
+	Env        []EnvVar          `yaml:"env,omitempty" json:"env,omitempty"`
+	TimeLimit  *TimeLimit        `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
+	User       string            `yaml:"user,omitempty" json:"user,omitempty"`
+	Group      string            `yaml:"group,omitempty" json:"group,omitempty"`
+	Rlimits    map[string]Rlimit `yaml:"rlimits,omitempty" json:"rlimits,omitempty"`
+
+	ident *Identity // resolved by Load (identity.go)
 }
 
 // InitCommand is a per-container init command (pod_agent's workload init).
@@ -105,6 +115,12 @@ type Container struct {
 	// container starts (SPEC.md §8.1). A mapping, so that reordering it changes
 	// nothing; Dependencies lists it by name.
 	DependsOn map[string]string `yaml:"depends_on,omitempty" json:"depends_on,omitempty"`
+	// User, Group and Rlimits apply to every process of the container (identity.go).
+	User    string            `yaml:"user,omitempty" json:"user,omitempty"`
+	Group   string            `yaml:"group,omitempty" json:"group,omitempty"`
+	Rlimits map[string]Rlimit `yaml:"rlimits,omitempty" json:"rlimits,omitempty"`
+
+	ident *Identity // resolved by Load
 }
 
 // Values of Container.TermBarrier, Container.TargetState and RestartPolicy.Mode.
@@ -254,9 +270,11 @@ type Policy struct {
 	TimeLimit *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
 }
 
-// Log is an optional log file with size rotation; stdout prefixing always happens.
+// Log is an optional log file with size rotation, and the lines kept in memory for
+// GET /v1/logs; stdout prefixing always happens.
 type Log struct {
-	File      string `yaml:"file" json:"file"`
+	File      string `yaml:"file,omitempty" json:"file,omitempty"`
+	KeepLines *int   `yaml:"keep_lines,omitempty" json:"keep_lines,omitempty"`
 	MaxSizeMb *int   `yaml:"max_size_mb,omitempty" json:"max_size_mb,omitempty"`
 	MaxFiles  *int   `yaml:"max_files,omitempty" json:"max_files,omitempty"`
 }

@@ -219,9 +219,11 @@ func (k *checker) container(path string, c *Container, names map[string]string) 
 	}
 	k.oneOf(join(path, "target_state"), c.TargetState, TargetActive, TargetRemoved)
 	if l := c.Log; l != nil {
-		if strings.TrimSpace(l.File) == "" {
+		// A log section only for keep_lines (written in the document) needs no file.
+		if _, keepOnly := k.c.lines[join(path, "log.keep_lines")]; strings.TrimSpace(l.File) == "" && !keepOnly {
 			k.c.addf(join(path, "log.file"), "must be set")
 		}
+		k.atLeast(join(path, "log.keep_lines"), *l.KeepLines, 0)
 		k.atLeast(join(path, "log.max_size_mb"), *l.MaxSizeMb, 1)
 		k.atLeast(join(path, "log.max_files"), *l.MaxFiles, 1)
 	}

@@ -163,13 +163,15 @@ func (sv *Supervisor) newServer(addr string, trusted bool) *http.Server {
 	}
 	// Idle keep-alive connections of long-lived clients are closed after a while,
 	// so polling orchestrators cannot pile up sockets in tend.
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           sv.handler(trusted),
 		ReadHeaderTimeout: headerTimeout,
 		IdleTimeout:       time.Minute,
 		ConnState:         trackIdle,
 		ErrorLog:          stdlog.New(serverLog{sv.log.With().Str("listen", addr).Logger()}, "", 0),
 	}
+	srv.RegisterOnShutdown(sv.logs.close) // followers end, so Shutdown need not wait for them
+	return srv
 }
 
 // serverLog writes net/http's error log lines as warnings of tend's log.
@@ -285,6 +287,7 @@ func (sv *Supervisor) handler(trusted bool) http.Handler {
 	mux.HandleFunc("POST /v1/containers/{name}/start", mutate(reqStart))
 	mux.HandleFunc("POST /v1/reload", mutate(reqReload))
 	mux.HandleFunc("POST /v1/shutdown", mutate(reqShutdown))
+	mux.HandleFunc("GET /v1/logs", sv.serveLogs(trusted))
 	return mux
 }
 

@@ -195,6 +195,7 @@ func (sv *Supervisor) swap(list []*container.Container) {
 	}
 	sv.containers = list
 	sv.mu.Unlock()
+	sv.logs.retain(list)
 	for _, c := range list {
 		if !started[c] {
 			go c.Run(sv.runCtx)

@@ -105,6 +105,7 @@ type Supervisor struct {
 	containers []*container.Container
 	reloadErr  string
 	res        *resourceState // nil until preparing starts; see resources.go
+	logs       *logHub        // the output kept for GET /v1/logs (logs.go)
 }
 
 // New returns a supervisor for s.
@@ -115,6 +116,7 @@ func New(s *spec.Spec, opts Options) *Supervisor {
 		log:         opts.Log,
 		stdout:      container.NewOutput(opts.Stdout),
 		stderr:      container.NewOutput(opts.Stderr),
+		logs:        newLogHub(),
 		requests:    make(chan request),
 		changed:     make(chan struct{}, 1),
 		reloadSteps: make(chan reloadStep, 4),
@@ -375,11 +377,12 @@ func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container, stoppedByRe
 	}
 	c, err := container.New(container.Config{
 		Spec:    cs,
-		Env:     s.ProcessEnv(cs.Env),
+		Env:     s.ProcessEnvAs(cs.Env, cs.Identity()),
 		Dir:     s.WorkDir(cs.WorkingDir),
 		LogFile: logFile,
 		Stdout:  sv.stdout,
 		Stderr:  sv.stderr,
+		Logs:    sv.logs.ring(cs),
 		Log:     sv.log,
 		Changed: sv.notify,
 
@@ -401,7 +404,7 @@ func (sv *Supervisor) prepare(ctx context.Context) error {
 	}
 	for i := range s.InitContainers {
 		ic := &s.InitContainers[i]
-		env := s.ProcessEnv(ic.Env)
+		env := s.ProcessEnvAs(ic.Env, ic.Identity())
 		sv.log.Info().Str("init_container", ic.Name).Msg("running init container")
 		err := container.RunUntilSuccess(ctx,
 			func() ([]string, error) { return spec.Argv(ic.Command, env) },
@@ -410,6 +413,7 @@ func (sv *Supervisor) prepare(ctx context.Context) error {
 				Dir:    s.WorkDir(ic.WorkingDir),
 				Stdout: container.NewLineWriter(ic.Name, sv.stdout, nil),
 				Stderr: container.NewLineWriter(ic.Name, sv.stderr, nil),
+				Ident:  ic.Identity(),
 			},
 			restart.FromSpec(ic.TimeLimit),
 			func() { sv.setInit(i, func(st *status.InitContainer) { st.State = status.Running }) },

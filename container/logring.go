@@ -1,0 +1,164 @@
+package container
+
+import (
+	"sync"
+	"time"
+)
+
+// LogRing keeps a container's most recent lines of output for reading (README
+// "Logs"): keep lines of at most MaxLine bytes each, with the time and stream of
+// each, and at most keep × BytesPerKeptLine bytes of them (the newest line always),
+// so that a container writing long lines cannot make tend hold keep × 64 KiB. Every line is numbered; readers ask for the lines from a number on, and a
+// reader that fell behind by more than the ring holds learns how many it lost. A
+// writer never waits for a reader. A LogRing is safe for concurrent use.
+type LogRing struct {
+	name string
+
+	mu       sync.Mutex
+	slots    []logSlot         // line number seq is in slots[seq%len(slots)]
+	oldest   uint64            // the number of the oldest line kept
+	next     uint64            // the number of the next line
+	bytes    int               // the capacity of every kept line's text
+	budget   int               // the most bytes may be
+	watchers []chan<- struct{} // woken (without blocking) after every line
+}
+
+// BytesPerKeptLine is the average length of line a ring keeps keep_lines of; with
+// longer lines it keeps fewer.
+const BytesPerKeptLine = 1 << 10
+
+// reuseBelow is the capacity up to which a slot keeps its text's buffer for any later
+// line: a ring that is full costs no allocation per line, only the copy. A bigger
+// buffer is replaced when a line of less than half its size comes, so that the
+// bytes the ring holds stay what its lines need.
+const reuseBelow = 4 << 10
+
+// logSlot is one kept line.
+type logSlot struct {
+	nanos  int64 // Unix time of the line
+	stderr bool
+	text   []byte
+}
+
+// LogLine is a kept line as readers get it.
+type LogLine struct {
+	Time      time.Time
+	Container string
+	Stderr    bool
+	Line      string
+}
+
+// NewLogRing keeps the last keep lines of container name (0: none).
+func NewLogRing(name string, keep int) *LogRing {
+	return &LogRing{name: name, slots: make([]logSlot, keep), budget: keep * BytesPerKeptLine}
+}
+
+// Name is the container's name.
+func (r *LogRing) Name() string { return r.name }
+
+// Resize keeps the last keep lines from now on (a reload changed log.keep_lines);
+// the lines it holds stay, as many as fit.
+func (r *LogRing) Resize(keep int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if keep == len(r.slots) {
+		return
+	}
+	slots := make([]logSlot, keep)
+	r.oldest = max(r.oldest, r.next-min(r.next, uint64(keep)))
+	r.bytes = 0
+	for seq := r.oldest; seq < r.next; seq++ {
+		s := r.slots[seq%uint64(len(r.slots))]
+		slots[seq%uint64(keep)] = s
+		r.bytes += cap(s.text)
+	}
+	r.slots, r.budget = slots, keep*BytesPerKeptLine
+	r.trim()
+}
+
+// trim drops the oldest lines while the kept text is over budget, the newest
+// excepted (r.mu held).
+func (r *LogRing) trim() {
+	for r.bytes > r.budget && r.next-r.oldest > 1 {
+		s := &r.slots[r.oldest%uint64(len(r.slots))]
+		r.bytes -= cap(s.text)
+		s.text = nil
+		r.oldest++
+	}
+}
+
+// add keeps one line (text holds no newline, at most MaxLine bytes).
+func (r *LogRing) add(stderr bool, text []byte) {
+	now := time.Now().UnixNano()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.slots) == 0 {
+		return
+	}
+	s := &r.slots[r.next%uint64(len(r.slots))]
+	if r.next-r.oldest == uint64(len(r.slots)) {
+		r.oldest++ // its slot is taken now (otherwise it is empty)
+	}
+	r.bytes -= cap(s.text)
+	if cap(s.text) > reuseBelow && len(text) < cap(s.text)/2 {
+		s.text = nil
+	}
+	s.nanos, s.stderr = now, stderr
+	s.text = append(s.text[:0], text...)
+	r.bytes += cap(s.text)
+	r.next++
+	r.trim()
+	for _, w := range r.watchers {
+		select {
+		case w <- struct{}{}:
+		default: // already woken
+		}
+	}
+}
+
+// Next is the number the next line will get.
+func (r *LogRing) Next() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next
+}
+
+// Since returns the kept lines numbered from on (oldest first), the number after the
+// last of them, and how many lines from on were no longer kept (overwritten before
+// they were read).
+func (r *LogRing) Since(from uint64) (lines []LogLine, next uint64, lost uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if from < r.oldest {
+		lost, from = r.oldest-from, r.oldest
+	}
+	for seq := from; seq < r.next; seq++ {
+		s := &r.slots[seq%uint64(len(r.slots))]
+		lines = append(lines, LogLine{Time: time.Unix(0, s.nanos), Container: r.name, Stderr: s.stderr, Line: string(s.text)})
+	}
+	return lines, r.next, lost
+}
+
+// Watch makes every new line send to wake without blocking (a buffer of one is
+// enough); the returned function stops it.
+func (r *LogRing) Watch(wake chan<- struct{}) (stop func()) {
+	r.mu.Lock()
+	r.watchers = append(r.watchers, wake)
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for i, w := range r.watchers {
+			if w == wake {
+				r.watchers = append(r.watchers[:i], r.watchers[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// WithRing makes w keep every line it emits in r, as stream stderr or stdout.
+func (w *LineWriter) WithRing(r *LogRing, stderr bool) *LineWriter {
+	w.ring, w.stderr = r, stderr
+	return w
+}

@@ -1,0 +1,140 @@
+package container
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func ringLines(r *LogRing, from uint64) (string, uint64, uint64) {
+	lines, next, lost := r.Since(from)
+	var b []string
+	for _, l := range lines {
+		b = append(b, l.Line)
+	}
+	return strings.Join(b, ","), next, lost
+}
+
+func TestLogRingKeepsTheLast(t *testing.T) {
+	r := NewLogRing("web", 3)
+	for i := range 5 {
+		r.add(i%2 == 1, fmt.Appendf(nil, "l%d", i))
+	}
+	if got, next, lost := ringLines(r, 0); got != "l2,l3,l4" || next != 5 || lost != 2 {
+		t.Errorf("Since(0) = %q next %d lost %d, want l2,l3,l4 next 5 lost 2", got, next, lost)
+	}
+	if got, _, lost := ringLines(r, 4); got != "l4" || lost != 0 {
+		t.Errorf("Since(4) = %q lost %d", got, lost)
+	}
+	lines, _, _ := r.Since(3)
+	if !lines[0].Stderr || lines[1].Stderr || lines[0].Container != "web" || lines[1].Time.Before(lines[0].Time) {
+		t.Errorf("stream, name or time wrong: %+v", lines)
+	}
+	// A line copied in is not the writer's buffer.
+	buf := []byte("mutable")
+	r.add(false, buf)
+	buf[0] = 'X'
+	if got, _, _ := ringLines(r, 5); got != "mutable" {
+		t.Errorf("kept %q", got)
+	}
+}
+
+func TestLogRingResize(t *testing.T) {
+	r := NewLogRing("web", 4)
+	for i := range 6 {
+		r.add(false, fmt.Appendf(nil, "l%d", i))
+	}
+	r.Resize(2)
+	if got, _, lost := ringLines(r, 0); got != "l4,l5" || lost != 4 {
+		t.Errorf("after shrinking: %q lost %d", got, lost)
+	}
+	r.Resize(5)
+	r.add(false, []byte("l6"))
+	if got, _, _ := ringLines(r, 0); got != "l4,l5,l6" {
+		t.Errorf("after growing: %q", got)
+	}
+	r.Resize(0)
+	r.add(false, []byte("l7"))
+	if got, next, _ := ringLines(r, 0); got != "" || next != 7 {
+		t.Errorf("keep 0: %q next %d", got, next)
+	}
+}
+
+func TestLineWriterFillsTheRing(t *testing.T) {
+	r := NewLogRing("web", 100) // 100 KiB: room for a 64 KiB piece
+	w := NewLineWriter("web", nil, nil).WithRing(r, true)
+	w.Write([]byte("one\ntw"))
+	w.Write([]byte("o\n" + strings.Repeat("x", MaxLine+3)))
+	w.Flush()
+	lines, _, _ := r.Since(0)
+	if len(lines) != 4 || lines[0].Line != "one" || lines[1].Line != "two" || len(lines[2].Line) != MaxLine || lines[3].Line != "xxx" || !lines[0].Stderr {
+		t.Errorf("kept %d lines", len(lines))
+	}
+}
+
+// Long lines: the ring keeps keep × BytesPerKeptLine bytes of them, not keep × 64 KiB.
+func TestLogRingByteBudget(t *testing.T) {
+	r := NewLogRing("web", 100)
+	long := []byte(strings.Repeat("x", MaxLine))
+	for range 300 {
+		r.add(false, long)
+	}
+	lines, _, _ := r.Since(0)
+	if want := 100 * BytesPerKeptLine / MaxLine; len(lines) != want {
+		t.Errorf("kept %d lines of 64 KiB, want %d", len(lines), want)
+	}
+	if r.bytes > r.budget {
+		t.Errorf("holds %d bytes, budget %d", r.bytes, r.budget)
+	}
+	// Short lines again: the big buffers go, all 100 lines fit.
+	for i := range 100 {
+		r.add(false, fmt.Appendf(nil, "s%d", i))
+	}
+	if lines, _, _ := r.Since(0); len(lines) != 100 || lines[0].Line != "s0" || r.bytes > 100*16 {
+		t.Errorf("kept %d short lines in %d bytes", len(lines), r.bytes)
+	}
+	// A line longer than the whole budget is kept alone.
+	small := NewLogRing("web", 1)
+	small.add(false, long)
+	if lines, _, _ := small.Since(0); len(lines) != 1 {
+		t.Errorf("a ring of 1 kept %d lines of 64 KiB", len(lines))
+	}
+}
+
+func TestLogRingWakesWithoutBlocking(t *testing.T) {
+	r := NewLogRing("web", 10)
+	wake := make(chan struct{}, 1)
+	stop := r.Watch(wake)
+	r.add(false, []byte("a"))
+	r.add(false, []byte("b")) // nobody reads wake: must not block
+	<-wake
+	stop()
+	r.add(false, []byte("c"))
+	select {
+	case <-wake:
+		t.Error("woken after stop")
+	default:
+	}
+}
+
+// BenchmarkLineWriterRing is the cost the ring adds per line: run with and without it
+// (README "Logs" quotes the numbers). A full ring allocates nothing per line.
+func BenchmarkLineWriterRing(b *testing.B) {
+	line := []byte(strings.Repeat("x", 99) + "\n")
+	for _, keep := range []int{-1, 1000} {
+		b.Run(fmt.Sprintf("keep=%d", keep), func(b *testing.B) {
+			w := NewLineWriter("web", nil, nil)
+			if keep >= 0 {
+				w.WithRing(NewLogRing("web", keep), false)
+			}
+			for range 2 * 1000 { // fill the ring: the steady state
+				w.Write(line)
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				w.Write(line)
+			}
+		})
+	}
+}

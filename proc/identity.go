@@ -1,0 +1,125 @@
+package proc
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/tend-sh/tend/spec"
+)
+
+// A process with rlimits starts through an exec shim: syscall.ForkExec cannot set
+// limits between fork and exec, and setting them on the child afterwards (prlimit)
+// would let the program start with tend's. The shim is tend itself (/proc/self/exe)
+// with shimArg0 as argv[0]: it sets the limits, drops to the user, changes to the
+// working directory and execve's the program. Processes without rlimits never pay
+// for it (README "Users and limits" has the cost).
+const shimArg0 = "tend-exec-shim"
+
+// Its argv: shimArg0, credentials ("" or UID:GID:G1,G2), limits (RES=SOFT:HARD,...),
+// working directory, program path, then the program's argv.
+const shimArgs = 5
+
+func init() {
+	// In init, not main: the shim is done before the rest of tend initialises
+	// (only proc's dependencies have), which keeps its cost to the Go runtime's start.
+	if len(os.Args) > shimArgs && os.Args[0] == shimArg0 {
+		runShim(os.Args)
+	}
+}
+
+// withIdentity fills attr for a process running as id and returns the path and argv
+// to fork/exec: the program itself, or the shim when there are limits to set.
+func withIdentity(id *spec.Identity, path string, argv []string, attr *syscall.ProcAttr) (string, []string) {
+	if id == nil {
+		return path, argv
+	}
+	if len(id.Rlimits) == 0 {
+		attr.Sys.Credential = credential(id)
+		return path, argv
+	}
+	creds := ""
+	if id.HasUser {
+		groups := make([]string, len(id.Groups))
+		for i, g := range id.Groups {
+			groups[i] = strconv.FormatUint(uint64(g), 10)
+		}
+		creds = fmt.Sprintf("%d:%d:%s", id.UID, id.GID, strings.Join(groups, ","))
+	}
+	limits := make([]string, len(id.Rlimits))
+	for i, l := range id.Rlimits {
+		limits[i] = fmt.Sprintf("%d=%d:%d", l.Resource, l.Soft, l.Hard)
+	}
+	shim := append([]string{shimArg0, creds, strings.Join(limits, ","), attr.Dir, path}, argv...)
+	attr.Dir = "" // the shim changes to it as the user, as ForkExec would
+	return "/proc/self/exe", shim
+}
+
+func credential(id *spec.Identity) *syscall.Credential {
+	if !id.HasUser {
+		return nil
+	}
+	// Groups empty (not nil) still clears tend's supplementary groups.
+	return &syscall.Credential{Uid: id.UID, Gid: id.GID, Groups: append([]uint32{}, id.Groups...)}
+}
+
+// runShim is the shim's whole life; it never returns. A failure is written to the
+// process's stderr (its container's output) and exits 126, or 127 when the program
+// is not there, as a shell would.
+func runShim(args []string) {
+	creds, limits, dir, path, argv := args[1], args[2], args[3], args[4], args[5:]
+	for l := range strings.SplitSeq(limits, ",") {
+		var res int
+		var lim syscall.Rlimit
+		if _, err := fmt.Sscanf(l, "%d=%d:%d", &res, &lim.Cur, &lim.Max); err != nil {
+			shimFail(126, "bad limit %q", l)
+		}
+		// syscall.Setrlimit (not x/sys): for RLIMIT_NOFILE it also stops syscall.Exec
+		// from restoring the soft limit the Go runtime raised at start.
+		if err := syscall.Setrlimit(res, &lim); err != nil {
+			shimFail(126, "set rlimit %s: %v", spec.RlimitName(res), err)
+		}
+	}
+	if creds != "" {
+		var uid, gid int
+		var groups string
+		parts := strings.SplitN(creds, ":", 3)
+		uid, _ = strconv.Atoi(parts[0])
+		gid, _ = strconv.Atoi(parts[1])
+		groups = parts[2]
+		gids := []int{}
+		for g := range strings.SplitSeq(groups, ",") {
+			if n, err := strconv.Atoi(g); err == nil {
+				gids = append(gids, n)
+			}
+		}
+		// The Go runtime applies these to every thread of the shim.
+		if err := syscall.Setgroups(gids); err != nil {
+			shimFail(126, "setgroups: %v", err)
+		}
+		if err := syscall.Setgid(gid); err != nil {
+			shimFail(126, "setgid %d: %v", gid, err)
+		}
+		if err := syscall.Setuid(uid); err != nil {
+			shimFail(126, "setuid %d: %v", uid, err)
+		}
+	}
+	if dir != "" {
+		if err := syscall.Chdir(dir); err != nil {
+			shimFail(126, "working directory %s: %v", dir, err)
+		}
+	}
+	err := syscall.Exec(path, argv, os.Environ())
+	code := 126
+	if err == syscall.ENOENT {
+		code = 127
+	}
+	shimFail(code, "exec %s: %v", path, err)
+}
+
+func shimFail(code int, format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "tend: cannot start: "+format+"\n", args...)
+	os.Exit(code)
+}
