@@ -44,7 +44,7 @@ func allOK(t *testing.T, server *httptest.Server) spec.Handler {
 	return spec.Handler{HTTPGet: h}
 }
 
-// The seed 004 HTTP liveness example: the server answers "All ok" for a while and
+// pod_agent's HTTP liveness example: the server answers "All ok" for a while and
 // then 500, so the probe turns healthy and then unhealthy.
 func TestSeedHTTPLiveness(t *testing.T) {
 	var broken atomic.Bool

@@ -1,7 +1,7 @@
 package tests
 
 // The documentation as a reader meets it: every spec it shows validates, and every
-// command of README.md and docs/reference.md runs as written (README "Everyday commands").
+// command of README.md and docs/reference.md runs as written (README.md "Everyday commands").
 //
 // Conventions in the Markdown files:
 //   - A ```yaml block is a whole spec unless its first line is "# fragment" (a piece of
