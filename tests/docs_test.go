@@ -250,3 +250,70 @@ func stopDocTend(t *testing.T, r *docRun) {
 	// Whatever its containers left in its process group.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
+
+// mdLink is a Markdown link to a file of the repository or a heading: [text](target).
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// slug is GitHub's anchor of a heading: lower case, punctuation other than - and _
+// dropped, spaces as -.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// anchors are the headings' anchors of a Markdown file.
+func anchors(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	inCode := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+		}
+		if !inCode && strings.HasPrefix(line, "#") {
+			got[slug(strings.TrimLeft(line, "#"))] = true
+		}
+	}
+	return got
+}
+
+// TestDocsLinks: every link of the docs to a file of the repository, or to a heading,
+// leads somewhere.
+func TestDocsLinks(t *testing.T) {
+	for _, file := range docFiles(t) {
+		data, err := os.ReadFile(filepath.Join("..", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(string(data), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, anchor, _ := strings.Cut(target, "#")
+			linked := file
+			if path != "" {
+				linked = filepath.Join(filepath.Dir(file), path)
+				if _, err := os.Stat(filepath.Join("..", linked)); err != nil {
+					t.Errorf("%s: link %s: %v", file, target, err)
+					continue
+				}
+			}
+			if anchor != "" && !anchors(t, linked)[anchor] {
+				t.Errorf("%s: link %s: %s has no heading with that anchor", file, target, linked)
+			}
+		}
+	}
+}
