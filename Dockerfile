@@ -1,5 +1,5 @@
 # tend in an image of its own: FROM scratch, nothing but the static binary of
-# `make build` (no base image to pull). Build it with `make image`; README "Running
+# `make build` (no base image to pull). Build it with `make image`; docs/reference.md "Running
 # in a container" says how to put tend into an image you already have instead.
 FROM scratch AS tend
 ARG VERSION=dev

@@ -23,7 +23,7 @@ build:
 demo:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/demo ./examples/kubernetes/demo
 
-# The image FROM scratch with only bin/tend (README "Running in a container").
+# The image FROM scratch with only bin/tend (docs/reference.md "Running in a container").
 image: build
 	$(ENGINE) build $(IMAGE_FORMAT) --target tend --build-arg VERSION=$(VERSION) -t $(IMAGE):$(TAG) .
 

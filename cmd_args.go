@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// The command line as users type it (README "Using it"): flags before or after the
+// The command line as users type it (docs/reference.md "Command line"): flags before or after the
 // positional arguments, `--` ends the flags, and every usage error is one short line
 // with a hint and exit 2. urfave/cli stops parsing flags at the first positional
 // argument, so commandLine puts each subcommand's arguments in the order it parses.

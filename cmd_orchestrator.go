@@ -10,7 +10,7 @@ import (
 )
 
 // printGrace is `tend render --grace`: the shutdown grace period in whole seconds,
-// for terminationGracePeriodSeconds (README "Running on Kubernetes").
+// for terminationGracePeriodSeconds (docs/reference.md "Running on Kubernetes").
 func printGrace(path string, s *spec.Spec) error {
 	grace, err := restart.Grace(s)
 	if err != nil {

@@ -1,5 +1,5 @@
 // Command tend is an in-container process supervisor: a container's PID 1 or a
-// foreground command. See README.md and SPEC.md for the contract.
+// foreground command. See README.md and docs/reference.md.
 package main
 
 import (
@@ -100,7 +100,7 @@ func newApp() *cli.App {
 				},
 			},
 		},
-		// Usage errors (unknown flags, missing arguments) exit 2 (README "Using it").
+		// Usage errors (unknown flags, missing arguments) exit 2 (docs/reference.md "Command line").
 		OnUsageError: usageError,
 	}
 	for _, c := range app.Commands {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/resources.sh — a static resource download by tend against `curl -o` (issue 8).
+# bench/resources.sh — a static resource download by tend against `curl -o`.
 #
 #   bash bench/resources.sh            # 1 GiB, 3 repetitions, interleaved
 #   BENCH_SIZE_MB=256 BENCH_REPS=1 bash bench/resources.sh

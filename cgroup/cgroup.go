@@ -14,7 +14,7 @@ import (
 	"strings"
 )
 
-// Names of the variables, as in seed 001.
+// Names of the variables, as ISS instances get them.
 const (
 	CPULimit     = "CPU_LIMIT"     // cores, "1.5c"
 	CPUGuarantee = "CPU_GUARANTEE" // cores, "0.25c"

@@ -2,7 +2,7 @@ package container
 
 import "sync"
 
-// Barrier is the TERM barrier of one stop operation (SPEC.md §3.4 step 5): containers
+// Barrier is the TERM barrier of one stop operation (docs/reference.md "Stop sequence"): containers
 // with term_barrier WAIT receive SIGTERM only after every other container stopped in
 // the same operation has reached its own TERM. Only IGNORE containers are counted, so
 // several WAIT containers never wait for each other, and a WAIT container alone

@@ -15,7 +15,7 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// A process's health has three parts (README "Probes"): the startup probe, which
+// A process's health has three parts (docs/reference.md "Probes"): the startup probe, which
 // holds the other two until it passes; liveness; and readiness. Polled probes
 // (http_get, tcp_socket, exec) run in package probes; the other kinds are signals of
 // the process itself: READY=1 on the notify socket, a newline on its notification
@@ -285,7 +285,7 @@ func (l *loop) onNotify(m notifyMsg) {
 
 // believe reports whether a notify message comes from this container: a process in
 // its process group, or, when the sender exited before tend could look at it, a
-// process of the same user (README "Readiness by notification").
+// process of the same user (docs/reference.md "Readiness by notification").
 func (l *loop) believe(m notifyMsg) bool {
 	switch {
 	case m.pid == 0:

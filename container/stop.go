@@ -12,7 +12,7 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-// Steps of the stop sequence shown in status while stopping (SPEC.md §3.4).
+// Steps of the stop sequence shown in status while stopping (docs/reference.md "Stop sequence").
 const (
 	stepHandler   = "handler"
 	stepWaitAfter = "wait_after"
@@ -191,7 +191,7 @@ func (r *stopRun) waitBarriers() bool {
 	return true
 }
 
-// stopProcess runs steps 3-6 of the stop sequence (README "The stop sequence").
+// stopProcess runs steps 3-6 of the stop sequence (docs/reference.md "Stop sequence").
 func (r *stopRun) stopProcess() {
 	pol := r.policy
 	tl := restart.FromSpec(pol.TimeLimit)

@@ -22,7 +22,7 @@ var tendKeys = map[string]bool{
 	"dynamic_resources": true, "init_containers": true, "containers": true,
 }
 
-// Detect names the format of a spec file by its shape (SPEC.md §10): supervisord has
+// Detect names the format of a spec file by its shape (docs/reference.md "Foreign formats"): supervisord has
 // [program:NAME] sections; a YAML mapping with workloads is pod_agent, with processes
 // process-compose, with a tend field tend's own; a list of objects with "@class" is
 // ISS; lines of `name: command` are a Procfile (so is any other file named Procfile,

@@ -15,7 +15,7 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-// ISS classes (seed 000).
+// ISS classes (as in ISS).
 const (
 	issInstance        = "ru.yandex.iss.Instance"
 	issJob             = "ru.yandex.iss.Job"
@@ -45,7 +45,7 @@ var issTimeLimitKeys = map[string]string{
 	"restartPeriodBackoff": "restart_period_back_off", "maxExecutionTimeMs": "max_execution_time_ms",
 }
 
-// iss converts an ISS instance configuration (seed 000): a JSON list of objects
+// iss converts an ISS instance configuration (as in ISS): a JSON list of objects
 // with "@class". tend runs one instance: the first.
 func iss(data []byte, c *conv) {
 	root, ok := parseYAML(data, c)
@@ -320,7 +320,7 @@ func (c *conv) issTimeLimits(y node, hooks map[string]Source) {
 			ct.NotifyActions[0].TimeLimit = c.timeLimit(f.val, p+".notify_actions[0].time_limit", issTimeLimitKeys)
 		}
 	}
-	// ISS's default back-off is 0 (seed 000); tend's time_limit needs at least 1, and
+	// ISS's default back-off is 0 (as in ISS); tend's time_limit needs at least 1, and
 	// with no scale the back-off changes nothing.
 	var limits []*spec.TimeLimit
 	if ct.StopPolicy != nil {
@@ -368,7 +368,7 @@ func (c *conv) issStartLimits(y node, ct *spec.Container, p string) {
 			c.drop(path, src, "tend's restart policy has no scale; the back-off multiplies min_period_ms")
 		case "initialDelayMs":
 			c.drop(path, src, "tend starts a container at once")
-		case "maxExecutionTimeMs": // seed 000: a run this long is terminated forcibly
+		case "maxExecutionTimeMs": // in ISS a run this long is terminated forcibly
 			v, ok := c.integer(f.val)
 			switch {
 			case !ok:

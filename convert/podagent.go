@@ -6,7 +6,7 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-// podAgent converts pod_agent's workloads (seed 004): a YAML mapping with workloads.
+// podAgent converts pod_agent's workloads: a YAML mapping with workloads.
 func podAgent(data []byte, c *conv) {
 	root, ok := parseYAML(data, c)
 	if !ok {
@@ -34,7 +34,7 @@ func (c *conv) workload(w node) {
 	p := containerPath(i)
 	c.from(p, w.src())
 	// pod_agent restarts the start command no more often than once every 10 s and
-	// applies no time_limit to it (seed 004, TTimeLimit).
+	// applies no time_limit to it (pod_agent's TTimeLimit).
 	ct.RestartPolicy = &spec.RestartPolicy{MinPeriodMs: ptr[int64](10000), MaxPeriodMs: ptr[int64](10000), Backoff: ptr(1.0), StableAfterMs: ptr[int64](10000)}
 	c.note(p+".restart_policy", "pod_agent restarts a workload at most once every 10 s")
 	for _, f := range c.fields(w) {
@@ -110,7 +110,7 @@ func (c *conv) podStart(y node, ct *spec.Container, p string) {
 func (c *conv) utilityField(f field, near string) {
 	switch f.key {
 	case "user", "group":
-		// TODO(user): map to the container's user and group (SPEC.md §8.4) once spec
+		// TODO(user): map to the container's user and group (docs/reference.md "Identity and limits") once spec
 		// has them; until then a warning, and the command runs as tend's user.
 		c.notYet(near, f.val.src())
 	case "compute_resources":
@@ -248,7 +248,7 @@ func (c *conv) podHTTP(y node, path string) (*spec.HTTPGet, *spec.TimeLimit) {
 	h := &spec.HTTPGet{}
 	var tl *spec.TimeLimit
 	hp := path + ".http_get"
-	// pod_agent counts only 2xx as success (seed 004, THttpGet).
+	// pod_agent counts only 2xx as success (pod_agent's THttpGet).
 	c.approx(hp, y.src(), "pod_agent accepts only 2xx; tend accepts 200-399 (redirects are not followed)")
 	for _, f := range c.fields(y) {
 		src := f.val.src()

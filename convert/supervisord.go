@@ -197,7 +197,7 @@ func (c *conv) svKeys(sec *iniSection, ct *spec.Container, p string, x svExpande
 				c.approx(p+".stop_policy", src, "tend's SIGTERM and SIGKILL go to the whole process group")
 			}
 		case "user":
-			// TODO(user): map to the container's user (SPEC.md §8.4) once spec has it;
+			// TODO(user): map to the container's user (docs/reference.md "Identity and limits") once spec has it;
 			// until then a warning, and the program runs as tend's user.
 			c.notYet(p, src)
 		case "redirect_stderr":

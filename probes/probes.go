@@ -196,7 +196,7 @@ func (s *schedule) tick() {
 		}
 	}
 	// Counters are updated first, then the period is computed from them
-	// (SPEC.md §2.2); a check that outlasted its period is followed at once.
+	// (docs/reference.md "Fields and defaults"); a check that outlasted its period is followed at once.
 	now := time.Since(epoch)
 	period := s.limit.Period(s.successes)
 	var step time.Duration

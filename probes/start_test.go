@@ -44,9 +44,9 @@ func allOK(t *testing.T, server *httptest.Server) spec.Handler {
 	return spec.Handler{HTTPGet: h}
 }
 
-// The seed 004 HTTP liveness example: the server answers "All ok" for a while and
+// pod_agent's HTTP liveness example: the server answers "All ok" for a while and
 // then 500, so the probe turns healthy and then unhealthy.
-func TestSeedHTTPLiveness(t *testing.T) {
+func TestPodAgentHTTPLiveness(t *testing.T) {
 	var broken atomic.Bool
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if broken.Load() {
@@ -58,7 +58,7 @@ func TestSeedHTTPLiveness(t *testing.T) {
 	}))
 	defer server.Close()
 	p := probeSpec(allOK(t, server), fixed(20), 1, 1)
-	events, _, _ := started(t, Liveness, p, Target{Container: "seed"}, 7)
+	events, _, _ := started(t, Liveness, p, Target{Container: "web"}, 7)
 
 	ev := nextEvent(t, events, 5*time.Second)
 	if !ev.Result.OK || !ev.Healthy || ev.Kind != Liveness || ev.Run != 7 {

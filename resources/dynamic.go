@@ -212,7 +212,7 @@ func sameURLSet(a, b []string) bool {
 }
 
 // reusable finds a kept version with the same url set, checksum and extract whose
-// data is still intact (seed 003).
+// data is still intact.
 func (r *dynamic) reusable(d spec.DynamicResource) *kept {
 	order := make([]int, 0, len(r.st.Kept))
 	for i, k := range r.st.Kept { // the active version first: no switch when it fits

@@ -10,7 +10,7 @@ import (
 	"slices"
 )
 
-// Resources with the same checksum are identical (seed 000): a static resource that
+// Resources with the same checksum are identical (as in ISS): a static resource that
 // must be fetched is copied from a file another resource of the instance already
 // has with that checksum, when one still verifies, instead of downloaded.
 

@@ -160,7 +160,7 @@ func (m *Manager) keepRejected(r *dynamic, rej *rejected) error {
 	return nil
 }
 
-// Reload applies next (SPEC.md §3.6, §6). Static resources whose name, urls,
+// Reload applies next (docs/reference.md "Resources on reload"). Static resources whose name, urls,
 // checksum and extract did not change are not touched; changed and new ones are
 // fetched (up to ReloadRounds rounds) and put in place only when all of them
 // succeeded, else nothing changes and the error is returned. Then each dynamic

@@ -74,7 +74,7 @@ containers: []
 	if srv.count("/model-v2.bin") != 2 { // once in the failed reload, once now
 		t.Errorf("requests for the new version = %d, want 2", srv.count("/model-v2.bin"))
 	}
-	// Resources with the same checksum are identical (seed 000): new urls alone
+	// Resources with the same checksum are identical (as in ISS): new urls alone
 	// fetch nothing when the file in place has that checksum.
 	if err := m.Reload(context.Background(), loadSpec(t, dir, `
 resources:

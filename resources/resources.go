@@ -1,6 +1,6 @@
-// Package resources puts an instance's files in place: static resources (SPEC.md §5)
-// are downloaded, verified, optionally extracted and re-verified on a schedule, and
-// dynamic resources (§6) keep revisions in a storage directory behind a symlink that
+// Package resources puts an instance's files in place: static resources
+// (docs/reference.md "Resources") are downloaded, verified, optionally extracted and re-verified on a schedule, and
+// dynamic resources keep revisions in a storage directory behind a symlink that
 // is switched, announced to the containers, verified and rolled back.
 package resources
 

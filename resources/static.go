@@ -18,7 +18,7 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// States of a resource in status (SPEC.md §5, §6).
+// States of a resource in status (docs/reference.md "Resources").
 const (
 	StateFetching   = "fetching"
 	StateReady      = "ready"
@@ -132,7 +132,7 @@ func failingText(name, state, reason string) string {
 }
 
 // adopt reports whether what is already at the target is this resource: a file
-// with the checksum (resources with the same checksum are identical, seed 000), or,
+// with the checksum (resources with the same checksum are identical, as in ISS), or,
 // by the marker, the same EMPTY: file or an unchanged extracted directory.
 func (r *static) adopt() bool {
 	fi, err := os.Lstat(r.path)

@@ -13,7 +13,7 @@ import (
 const GraceSlack = 5 * time.Second
 
 // Grace is the shutdown grace period an orchestrator should give tend for spec s
-// (`tend render --grace`, the README's "Running on Kubernetes"): the longest
+// (`tend render --grace`, docs/reference.md "Running on Kubernetes"): the longest
 // shutdown the spec allows, in whole seconds rounded up, plus GraceSlack. An
 // unbounded shutdown (a stop or destroy handler with max_execution_time_ms 0) is an
 // error naming the field.
@@ -29,7 +29,7 @@ func Grace(s *spec.Spec) (time.Duration, error) {
 }
 
 // LongestShutdown is the longest a shutdown of s can take, the way the stop sequence
-// runs (README "The stop sequence"): every container stops at once, so the
+// runs (docs/reference.md "Stop sequence"): every container stops at once, so the
 // shutdown lasts as long as the slowest container.
 func LongestShutdown(s *spec.Spec) (time.Duration, error) {
 	stops := make([]containerStop, len(s.Containers))

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Policy is a container's restart policy (SPEC.md §3.2 item 3).
+// Policy is a container's restart policy (docs/reference.md "Running").
 type Policy struct {
 	MinPeriod   time.Duration
 	MaxPeriod   time.Duration
@@ -40,7 +40,7 @@ func (p Policy) Delay(fails int, rnd func() float64) time.Duration {
 	return capped(det+jitter, p.MaxPeriod)
 }
 
-// TimeLimit is pod_agent's TTimeLimit (SPEC.md §2.2). MaxExecution 0 means no limit.
+// TimeLimit is pod_agent's TTimeLimit (docs/reference.md "Fields and defaults"). MaxExecution 0 means no limit.
 type TimeLimit struct {
 	InitialDelay time.Duration
 	MinPeriod    time.Duration

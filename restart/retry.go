@@ -6,7 +6,7 @@ import "time"
 // and verify all run by it. It calls try up to maxTries times (at least once) until
 // one succeeds: after tl.InitialDelay, and a time_limit period apart, measured from
 // the start of one try to the start of the next and counted by consecutive failures
-// (SPEC.md §2.2 of the README's reference). wait sleeps d and reports whether to go on
+// (docs/reference.md "Fields and defaults", time_limit). wait sleeps d and reports whether to go on
 // (false: cancelled, or what the tries were for is gone). Retry reports whether a try
 // succeeded.
 func Retry(tl TimeLimit, maxTries int, wait func(d time.Duration) bool, try func(n int) bool) bool {

@@ -36,10 +36,10 @@ func TestArgvString(t *testing.T) {
 		// shell operators are plain arguments: never a shell
 		{`cat a | grep b > out; x & y < z`, []string{"cat", "a", "|", "grep", "b", ">", "out;", "x", "&", "y", "<", "z"}},
 		{`ls *.go ~/x #c`, []string{"ls", "*.go", "~/x", "#c"}},
-		// seed 001: ${{MY_ENV_VAR}} is ${MY_ENV_VAR} after {VAR} substitution
+		// ${{MY_ENV_VAR}} is ${MY_ENV_VAR} after {VAR} substitution
 		{`sh -c 'echo ${MY_ENV_VAR}'`, []string{"sh", "-c", "echo ${MY_ENV_VAR}"}},
 		{`echo ${MY_ENV_VAR}`, []string{"echo", "v1"}},
-		// seed 001: the escaped $( is not command substitution (POSIX: inside single
+		// the escaped $( is not command substitution (POSIX: inside single
 		// quotes the backslash stays and reaches bash)
 		{`bash -c 'command --arg \$(helper_command)'`, []string{"bash", "-c", `command --arg \$(helper_command)`}},
 		{`bash -c 'command --arg $(helper_command)'`, []string{"bash", "-c", `command --arg $(helper_command)`}},

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Defaults of SPEC.md §2 that are not per-context time limits.
+// Defaults of docs/reference.md "Fields and defaults" that are not per-context time limits.
 const (
 	DefaultRestartMinPeriodMs   = 1000
 	DefaultRestartMaxPeriodMs   = 60000
@@ -29,7 +29,7 @@ const (
 	DefaultMaxRunMs             = 0 // no deadline
 )
 
-// timeLimitDefaults are the TTimeLimit defaults of one context (SPEC.md §2.2); the
+// timeLimitDefaults are the TTimeLimit defaults of one context (docs/reference.md "Fields and defaults"); the
 // scale is 0 and the back-off 1 everywhere, so the period is fixed unless given.
 type timeLimitDefaults struct {
 	initialDelayMs, minPeriodMs, maxPeriodMs, maxExecutionMs int64

@@ -29,7 +29,7 @@ func (c *Container) Dependencies() []Dependency {
 }
 
 // Dependents are the containers whose depends_on names container name, in spec order.
-// On shutdown name's stop sequence begins once all of them have exited (SPEC.md §8.1).
+// On shutdown name's stop sequence begins once all of them have exited (docs/reference.md "depends_on").
 func (s *Spec) Dependents(name string) []string {
 	var out []string
 	for i := range s.Containers {
@@ -42,7 +42,7 @@ func (s *Spec) Dependents(name string) []string {
 
 // DependsOn reports whether container a depends on container b directly or through
 // others. A WAIT container does not wait at the TERM barrier for such a b: b stops
-// after it (SPEC.md §8.1).
+// after it (docs/reference.md "depends_on").
 func (s *Spec) DependsOn(a, b string) bool {
 	byName := s.containersByName()
 	seen := map[string]bool{a: true}

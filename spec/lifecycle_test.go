@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestLifecycleValidation: every new field of SPEC.md §8.1–8.3 refuses bad input with
+// TestLifecycleValidation: every field of depends_on, notify probes and restart limits refuses bad input with
 // its path, each case on its own.
 func TestLifecycleValidation(t *testing.T) {
 	const always = `{name: db, command: x}`

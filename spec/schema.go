@@ -164,7 +164,7 @@ var schemaDefaults = map[string]any{
 	"DynamicResource.cached_revisions_count": DefaultCachedRevisions,
 }
 
-// schemaDescriptions say what a type or field is (README "Spec reference" has more).
+// schemaDescriptions say what a type or field is (docs/reference.md "The spec" has more).
 var schemaDescriptions = map[string]string{
 	"Spec.instance":          "the instance-wide section",
 	"Spec.env":               "environment of every init container and container (after env_files)",

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Names of the instance variables (SPEC.md §2.1).
+// Names of the instance variables (docs/reference.md "Substitution").
 const (
 	VarName     = "BSCONFIG_INAME"
 	VarDir      = "BSCONFIG_IDIR"

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Spec is one instance spec document (SPEC.md §2). Optional numbers are pointers so
+// Spec is one instance spec document (docs/reference.md "The spec"). Optional numbers are pointers so
 // that a present 0 is told apart from an absent field; after Load every pointer that
 // has a default is non-nil.
 type Spec struct {
@@ -63,7 +63,7 @@ type Command struct {
 	IsList bool
 }
 
-// TimeLimit is pod_agent's TTimeLimit (SPEC.md §2.2). MaxExecutionTimeMs 0 means no limit.
+// TimeLimit is pod_agent's TTimeLimit (docs/reference.md "Fields and defaults"). MaxExecutionTimeMs 0 means no limit.
 type TimeLimit struct {
 	InitialDelayMs       *int64   `yaml:"initial_delay_ms,omitempty" json:"initial_delay_ms,omitempty"`
 	MinRestartPeriodMs   *int64   `yaml:"min_restart_period_ms,omitempty" json:"min_restart_period_ms,omitempty"`
@@ -73,7 +73,7 @@ type TimeLimit struct {
 	MaxExecutionTimeMs   *int64   `yaml:"max_execution_time_ms,omitempty" json:"max_execution_time_ms,omitempty"`
 }
 
-// InitContainer runs once, in order, before any container (SPEC.md §3.1).
+// InitContainer runs once, in order, before any container (docs/reference.md "Preparing").
 type InitContainer struct {
 	Name       string            `yaml:"name" json:"name"`
 	Command    Command           `yaml:"command" json:"command"`
@@ -93,7 +93,7 @@ type InitCommand struct {
 	TimeLimit *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
 }
 
-// Container is one supervised process (SPEC.md §2, §3.2).
+// Container is one supervised process (docs/reference.md "Running").
 type Container struct {
 	Name           string         `yaml:"name" json:"name"`
 	Command        Command        `yaml:"command" json:"command"`
@@ -112,7 +112,7 @@ type Container struct {
 	TargetState    string         `yaml:"target_state,omitempty" json:"target_state,omitempty"`
 	Log            *Log           `yaml:"log,omitempty" json:"log,omitempty"`
 	// DependsOn maps a container's name to the condition it must meet before this
-	// container starts (SPEC.md §8.1). A mapping, so that reordering it changes
+	// container starts (docs/reference.md "depends_on"). A mapping, so that reordering it changes
 	// nothing; Dependencies lists it by name.
 	DependsOn map[string]string `yaml:"depends_on,omitempty" json:"depends_on,omitempty"`
 	// User, Group and Rlimits apply to every process of the container (identity.go).
@@ -142,7 +142,7 @@ const (
 	SchemeHTTPS = "https"
 )
 
-// Conditions of depends_on (SPEC.md §8.1).
+// Conditions of depends_on (docs/reference.md "depends_on").
 const (
 	CondStarted   = "started"   // its process has started
 	CondReady     = "ready"     // it is ready
@@ -150,7 +150,7 @@ const (
 	CondCompleted = "completed" // it completed with any exit
 )
 
-// RestartPolicy is instancectl's jittered exponential restart (SPEC.md §3.2 item 3).
+// RestartPolicy is instancectl's jittered exponential restart (docs/reference.md "Running").
 type RestartPolicy struct {
 	MinPeriodMs   *int64   `yaml:"min_period_ms,omitempty" json:"min_period_ms,omitempty"`
 	MaxPeriodMs   *int64   `yaml:"max_period_ms,omitempty" json:"max_period_ms,omitempty"`
@@ -159,7 +159,7 @@ type RestartPolicy struct {
 	StableAfterMs *int64   `yaml:"stable_after_ms,omitempty" json:"stable_after_ms,omitempty"`
 	Mode          string   `yaml:"mode,omitempty" json:"mode,omitempty"`
 	// MaxFailures is how many consecutive short runs end the restarts (0: never);
-	// OnGiveUp says what happens then (SPEC.md §8.3).
+	// OnGiveUp says what happens then (docs/reference.md "Restart limits and deadlines").
 	MaxFailures *int   `yaml:"max_failures,omitempty" json:"max_failures,omitempty"`
 	OnGiveUp    string `yaml:"on_give_up,omitempty" json:"on_give_up,omitempty"`
 }
@@ -219,7 +219,7 @@ type HTTPHeader struct {
 	Value string `yaml:"value" json:"value"`
 }
 
-// Notify is a readiness or startup probe by notification (SPEC.md §8.2): systemd's
+// Notify is a readiness or startup probe by notification (docs/reference.md "Readiness by notification"): systemd's
 // protocol on a NOTIFY_SOCKET of the container's own (FD nil), with a watchdog when
 // WatchdogMs is set; or s6's, a newline written to file descriptor FD. The two are
 // exclusive: s6's protocol has no watchdog.
@@ -244,7 +244,7 @@ type UnixSignal struct {
 	Signal string `yaml:"signal" json:"signal"`
 }
 
-// Probe is a liveness, readiness or startup probe (SPEC.md §4, §8.2).
+// Probe is a liveness, readiness or startup probe (docs/reference.md "Probes").
 type Probe struct {
 	Handler          `yaml:",inline" json:",inline"`
 	TimeLimit        *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
@@ -252,7 +252,7 @@ type Probe struct {
 	SuccessThreshold *int       `yaml:"success_threshold,omitempty" json:"success_threshold,omitempty"`
 }
 
-// StopPolicy is the stop handler and the timings of the stop sequence (SPEC.md §3.4).
+// StopPolicy is the stop handler and the timings of the stop sequence (docs/reference.md "Stop sequence").
 // It may name no handler at all.
 type StopPolicy struct {
 	Handler       `yaml:",inline" json:",inline"`
@@ -279,7 +279,7 @@ type Log struct {
 	MaxFiles  *int   `yaml:"max_files,omitempty" json:"max_files,omitempty"`
 }
 
-// Resource is a static ISS resource (SPEC.md §5).
+// Resource is a static ISS resource (docs/reference.md "Resources").
 type Resource struct {
 	Name        string   `yaml:"name" json:"name"`
 	URLs        []string `yaml:"urls" json:"urls"`
@@ -289,7 +289,7 @@ type Resource struct {
 	Executable  bool     `yaml:"executable,omitempty" json:"executable,omitempty"` // see executable.go
 }
 
-// DynamicResource is a DRU resource with revisions kept in StorageDir (SPEC.md §6).
+// DynamicResource is a dynamic resource (ISS's DynamicResource) with revisions kept in StorageDir (docs/reference.md "Resources").
 type DynamicResource struct {
 	Name                 string   `yaml:"name" json:"name"`
 	Revision             int64    `yaml:"revision" json:"revision"`

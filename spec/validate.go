@@ -19,7 +19,7 @@ var (
 	checkPeriodRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{1,5}d[0-9]{1,5}h[0-9]{1,5}m$`) })
 )
 
-// URL schemes: the ones tend fetches, and the ones it skips (seed 003).
+// URL schemes: the ones tend fetches, and the ones it skips.
 var (
 	fetchSchemes = map[string]bool{"http": true, "https": true, "file": true}
 	skipSchemes  = map[string]bool{"rbtorrent": true, "sbr": true}

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// validName is the regexp of SPEC.md's names, written out; it must agree with it.
+// validName is the regexp of container names (docs/reference.md "Fields and defaults"), written out; it must agree with it.
 func TestValidNameMatchesRegexp(t *testing.T) {
 	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 	cases := []string{"", "a", "A", "0", "_a", "-a", ".a", "a_b-c.d", "a b", "a/b", "é", "aé",

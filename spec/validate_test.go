@@ -137,7 +137,7 @@ func TestValidationCases(t *testing.T) {
 			`containers[0].liveness_probe.http_get.port: must be a port number 1-65535, got "65536"`},
 		{"no port anywhere", `containers: [{name: a, command: x, liveness_probe: {http_get: {path: /}}}]`,
 			`containers[0].liveness_probe.http_get.port: must be set (instance.port is not set)`},
-		{"the SPEC.md example", `containers: [{name: a, command: x, liveness_probe: {http_get: {port: "{BSCONFIG_IPORT_PLUS_1}"}}}]`,
+		{"a port variable without instance.port", `containers: [{name: a, command: x, liveness_probe: {http_get: {port: "{BSCONFIG_IPORT_PLUS_1}"}}}]`,
 			`containers[0].liveness_probe.http_get.port: unknown variable {BSCONFIG_IPORT_PLUS_1} (instance.port is not set)`},
 		{"missing command", `containers: [{name: a}]`, `containers[0].command: must be set`},
 		{"empty list command", `containers: [{name: a, command: []}]`, `containers[0].command: must not be empty`},
@@ -201,7 +201,7 @@ func TestValidSpecs(t *testing.T) {
 		{"rbtorrent beside http", `{resources: [{name: r, urls: ["rbtorrent:abc", "http://h/r"], checksum: "MD5:99300b5d1e10ec1d72cb45d023fe86ac", check_period: 0d1h0m}], containers: []}`},
 		{"anchors", `containers: [{name: a, command: &cmd "run", env: &env [{name: A, value: x}]}, {name: b, command: *cmd, env: *env}]`},
 		{"nulls are absent", "instance:\ncontainers:\n  - name: a\n    command: x\n    liveness_probe:\n    env:\n"},
-		{"seed 001 commands", `containers: [{name: a, command: "bash -c 'command --arg \\$(helper_command)'"}, {name: b, command: "sh -c 'echo ${{MY_ENV_VAR}}'"}]`},
+		{"commands of docs/reference.md Commands", `containers: [{name: a, command: "bash -c 'command --arg \\$(helper_command)'"}, {name: b, command: "sh -c 'echo ${{MY_ENV_VAR}}'"}]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package status is the vocabulary of the status document (SPEC.md §7): conditions,
+// Package status is the vocabulary of the status document (docs/reference.md "The status document"): conditions,
 // exits, timestamps and the document itself, shared by the supervisor that serves it,
 // the containers that fill it and the CLI that prints it.
 package status
@@ -131,7 +131,7 @@ type Container struct {
 // State is the state of a container or an init container.
 type State string
 
-// Container states (README "Status API").
+// Container states (docs/reference.md "Status API").
 const (
 	Waiting      State = "waiting"
 	Initializing State = "initializing"
@@ -144,7 +144,7 @@ const (
 	Succeeded    State = "succeeded" // an init container that exited 0
 )
 
-// Instance states (SPEC.md §7).
+// Instance states (docs/reference.md "The status document").
 const (
 	InstancePreparing = "preparing"
 	InstanceRunning   = "running"
@@ -152,7 +152,7 @@ const (
 	InstanceStopped   = "stopped"
 )
 
-// Resource is the status of a static resource (SPEC.md §5).
+// Resource is the status of a static resource (docs/reference.md "Resources").
 type Resource struct {
 	Name       string `json:"name"`
 	State      string `json:"state"`
@@ -162,7 +162,7 @@ type Resource struct {
 	BytesTotal *int64 `json:"bytes_total"`
 }
 
-// DynamicResource is the status of a dynamic resource (SPEC.md §6).
+// DynamicResource is the status of a dynamic resource (docs/reference.md "Resources").
 type DynamicResource struct {
 	Name           string `json:"name"`
 	Revision       int64  `json:"revision"`

@@ -10,7 +10,7 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// depends_on (README "depends_on"): the main loop starts a waiting container once its
+// depends_on (docs/reference.md "depends_on"): the main loop starts a waiting container once its
 // conditions hold, and stops containers in reverse order of their dependencies.
 
 // reasonDependencyFailed is the ready reason of a container failed by Fail: it tells
@@ -194,7 +194,7 @@ type stopPlan struct {
 }
 
 // planStop orders the stop of the containers names (waits: term_barrier WAIT), whose
-// depends_on are deps (README "depends_on"): a container's stop sequence begins once
+// depends_on are deps (docs/reference.md "depends_on"): a container's stop sequence begins once
 // every member that depends on it, directly or through others, has finished. Each
 // WAIT container waits for the TERM of every IGNORE member except its own
 // dependencies (they stop after it) and, so that no two waits can close a circle,

@@ -12,7 +12,7 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// serveMetrics writes /metrics in the Prometheus text format (README "Metrics"): each
+// serveMetrics writes /metrics in the Prometheus text format (docs/reference.md "Metrics"): each
 // family once, opened by its HELP and TYPE lines and followed by all its samples. The
 // container families come from one status snapshot taken at scrape time.
 //

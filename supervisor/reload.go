@@ -9,7 +9,7 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-// reload re-reads the spec and applies the difference (SPEC.md §3.6): unchanged
+// reload re-reads the spec and applies the difference (docs/reference.md "Reload"): unchanged
 // containers keep running untouched, a change of target_state alone stops or starts
 // the container, changed ones are stopped and started again with their init
 // commands, removed ones are stopped and destroyed, new ones start. An invalid spec
@@ -31,7 +31,7 @@ func (sv *Supervisor) reload(req request) {
 		reply(err)
 		return
 	}
-	// New resources are fetched before anything is stopped (SPEC.md §3.6), off the
+	// New resources are fetched before anything is stopped (docs/reference.md "Reload"), off the
 	// main loop so that supervision goes on meanwhile; further reloads queue.
 	reply(nil)
 	sv.reloading = true

@@ -34,15 +34,15 @@ func (sv *Supervisor) resourceManager() *resources.Manager {
 }
 
 // prepareResources fetches and verifies the static resources and the start-up
-// revision of the dynamic ones while preparing (SPEC.md §3.1), before any init
+// revision of the dynamic ones while preparing (docs/reference.md "Preparing"), before any init
 // container runs.
 func (sv *Supervisor) prepareResources(ctx context.Context, s *spec.Spec) error {
 	return sv.resourceManager().Prepare(ctx, s)
 }
 
 // reloadResources fetches what changed in next before any container is stopped, and
-// switches dynamic resources (symlink, notify actions, verify, rollback) (SPEC.md
-// §3.6, §6). It runs off the main loop.
+// switches dynamic resources (symlink, notify actions, verify, rollback)
+// (docs/reference.md "Resources on reload"). It runs off the main loop.
 func (sv *Supervisor) reloadResources(ctx context.Context, next *spec.Spec) error {
 	var running []string
 	for _, c := range sv.current() {

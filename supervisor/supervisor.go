@@ -273,7 +273,7 @@ func (sv *Supervisor) preparing(ctx context.Context, signals <-chan os.Signal, a
 				return queued, abort(0, nil)
 			case reqReload:
 				sv.log.Info().Msg("reload queued until preparing ends")
-				queued = append(queued, req) // after preparing (README "Reload")
+				queued = append(queued, req) // after preparing (docs/reference.md "Reload")
 			default:
 				req.reply(errPreparing)
 			}
@@ -580,7 +580,7 @@ func failedCode(st status.Container) int {
 
 // gaveUp finds the first container whose restart limit gave up (state failed, not by
 // a dependency) and whose restart_policy.on_give_up is shutdown, and the exit code
-// of tend then (README "Restart limits").
+// of tend then (docs/reference.md "Restart limits and deadlines").
 func (sv *Supervisor) gaveUp() (string, int, bool) {
 	for _, c := range sv.current() {
 		if c.Spec().RestartPolicy.OnGiveUp != spec.GiveUpShutdown {

@@ -537,7 +537,7 @@ func TestInvalidQueuedReloadDoesNotStrandOthers(t *testing.T) {
 }
 
 // A `stop NAME` that arrives while a reload is replacing NAME is queued until the
-// reload is done (README: requests during a reload are queued) and then stops the new
+// reload is done (docs/reference.md "Reload": requests during a reload are queued) and then stops the new
 // container; it used to go to the old container being stopped and be lost.
 func TestStopDuringReloadOfSameContainer(t *testing.T) {
 	tp, release := startHeldReload(t)

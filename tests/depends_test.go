@@ -1,6 +1,6 @@
 package tests
 
-// depends_on end to end (README "depends_on"): start gating, failed dependencies,
+// depends_on end to end (docs/reference.md "depends_on"): start gating, failed dependencies,
 // reverse-order shutdown with the TERM barrier, reload and `tend start`.
 
 import (

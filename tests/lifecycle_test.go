@@ -85,11 +85,11 @@ containers:
       time_limit: {initial_delay_ms: 0, min_restart_period_ms: 50, max_restart_period_ms: 50}
 `)
 	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "running"))
-	doc := tp.waitStatus(5*time.Second, "slow running", func(d status.Document) bool {
+	tp.waitStatus(5*time.Second, "slow running", func(d status.Document) bool {
 		return containerStatus(d, "slow").State == status.Running
 	})
 	time.Sleep(300 * time.Millisecond) // several startup checks fail meanwhile
-	doc, _ = tp.status()
+	doc, _ := tp.status()
 	if c := containerStatus(doc, "slow"); c.Ready.True() || c.Ready.Reason != "StartupProbe" {
 		t.Errorf("ready before the startup probe passed: %+v", c.Ready)
 	}
@@ -99,7 +99,7 @@ containers:
 	if err := os.WriteFile(filepath.Join(tp.dir, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tp.waitStatus(10*time.Second, "slow ready", func(d status.Document) bool {
+	doc = tp.waitStatus(10*time.Second, "slow ready", func(d status.Document) bool {
 		return containerStatus(d, "slow").Ready.True()
 	})
 	waitFile(t, 5*time.Second, filepath.Join(tp.dir, "liveness"))
@@ -261,11 +261,11 @@ containers:
     command: ["sh", "-c", "echo starting; while [ ! -e {DIR}/go ]; do sleep 0.02; done; echo 'LOG:  database system is ready to accept connections' >&2; exec sleep 600"]
     readiness_probe: {log_line: "database system is ready"}
 `)
-	doc := tp.waitStatus(10*time.Second, "both running", func(d status.Document) bool {
+	tp.waitStatus(10*time.Second, "both running", func(d status.Document) bool {
 		return containerStatus(d, "s6").State == status.Running && containerStatus(d, "db").State == status.Running
 	})
 	time.Sleep(200 * time.Millisecond)
-	doc, _ = tp.status()
+	doc, _ := tp.status()
 	for _, n := range []string{"s6", "db"} {
 		if c := containerStatus(doc, n); c.Ready.True() {
 			t.Errorf("%s ready before its signal: %+v", n, c.Ready)

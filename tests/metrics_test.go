@@ -18,13 +18,13 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// metricFamily is one family as the README's "Metrics" list documents it.
+// metricFamily is one family as the "Metrics" table of docs/reference.md documents it.
 type metricFamily struct {
 	typ    dto.MetricType
 	labels []string // label names of every sample, sorted (a histogram's le aside)
 }
 
-// documentedMetrics is the README's "Metrics" list: /metrics must expose exactly these.
+// documentedMetrics is the "Metrics" table of docs/reference.md: /metrics must expose exactly these.
 var documentedMetrics = map[string]metricFamily{
 	"tend_instance_ready":           {dto.MetricType_GAUGE, nil},
 	"tend_instance_installed":       {dto.MetricType_GAUGE, nil},

@@ -14,7 +14,7 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// Seed 004's exec liveness example: the file the probe reads disappears, liveness
+// pod_agent's exec liveness example: the file the probe reads disappears, liveness
 // fails, the process group is killed and restarted with the reason in last_exit.
 func TestExecLivenessKillsAndRestarts(t *testing.T) {
 	tp := start(t, `
@@ -37,7 +37,7 @@ containers:
 	}
 }
 
-// A never-ready application is still killed by liveness (seed 004: the probes are
+// A never-ready application is still killed by liveness (as in pod_agent: the probes are
 // independent), and readiness drives the instance ready condition and /v1/ready.
 func TestReadinessAndLivenessAreIndependent(t *testing.T) {
 	tp := start(t, `
@@ -87,7 +87,7 @@ containers:
 	})
 }
 
-// HTTP liveness against a server that answers "All ok" and later 500 (seed 004), TCP
+// HTTP liveness against a server that answers "All ok" and later 500 (pod_agent's example), TCP
 // readiness on ::1, and /metrics showing probe results.
 func TestHTTPLivenessTCPReadinessAndMetrics(t *testing.T) {
 	ln, err := net.Listen("tcp", "[::1]:0")

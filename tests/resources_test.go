@@ -293,7 +293,7 @@ func TestResourceDynamicStateSurvivesRestart(t *testing.T) {
 	}
 }
 
-// Resources with the same checksum are identical (seed 000): the second is copied
+// Resources with the same checksum are identical (as in ISS): the second is copied
 // from the first, not downloaded.
 func TestResourceSameChecksumDownloadsOnce(t *testing.T) {
 	srv := newFileServer(t, map[string]string{"/a": "the model\n", "/b": "the model\n"})

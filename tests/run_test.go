@@ -271,7 +271,7 @@ containers:
 	}
 }
 
-// The status document has every key SPEC.md §7 shows, with nulls where allowed.
+// The status document has every key docs/reference.md "The status document" shows, with nulls where allowed.
 func TestStatusDocumentKeys(t *testing.T) {
 	tp := start(t, `
 instance: {name: web-1}

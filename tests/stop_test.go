@@ -1,6 +1,6 @@
 package tests
 
-// The stop sequence end to end (SPEC.md §3.4): children record what happens to them
+// The stop sequence end to end (docs/reference.md "Stop sequence"): children record what happens to them
 // as "NAME EVENT UNIX_NANOS" lines in {DIR}/events, and the tests check the order and
 // the spacing of those events with generous bounds.
 
