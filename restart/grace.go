@@ -29,34 +29,79 @@ func Grace(s *spec.Spec) (time.Duration, error) {
 }
 
 // LongestShutdown is the longest a shutdown of s can take, the way the stop sequence
-// runs (docs/reference.md "Stop sequence"): every container stops at once, so the
-// shutdown lasts as long as the slowest container.
+// runs (docs/reference.md "Stop sequence", "depends_on"): containers stop at once,
+// except that a container's stop begins only once every container that depends on it
+// has finished (its destroy included), so times add up along depends_on chains; and a
+// WAIT container's SIGTERM waits for the IGNORE containers that are neither its
+// dependencies nor its dependents to reach theirs.
 func LongestShutdown(s *spec.Spec) (time.Duration, error) {
-	stops := make([]containerStop, len(s.Containers))
+	g := shutdownGraph{s: s, stops: map[string]containerStop{}, start: map[string]time.Duration{}, busy: map[string]bool{}}
 	for i := range s.Containers {
 		st, err := stopOf(&s.Containers[i], fmt.Sprintf("containers[%d]", i))
 		if err != nil {
 			return 0, err
 		}
-		stops[i] = st
-	}
-	// A WAIT container's SIGTERM waits for every IGNORE container to reach its own.
-	var ignoreReachTerm time.Duration
-	for i, st := range stops {
-		if s.Containers[i].TermBarrier != spec.BarrierWait {
-			ignoreReachTerm = max(ignoreReachTerm, st.untilTerm)
-		}
+		g.stops[s.Containers[i].Name] = st
 	}
 	var longest time.Duration
-	for i, st := range stops {
-		total := st.total(s.Containers[i].TermBarrier == spec.BarrierWait, ignoreReachTerm)
-		// With depends_on, containers stop one after another along their chains:
-		// a container's time is then added to the longest time of the containers
-		// that depend on it, and the longest chain is the shutdown. Today every
-		// container stops at once.
-		longest = max(longest, total)
+	for i := range s.Containers {
+		longest = max(longest, g.finish(&s.Containers[i]))
 	}
 	return longest, nil
+}
+
+// shutdownGraph computes when each container's stop begins and ends, from the
+// moment the shutdown begins.
+type shutdownGraph struct {
+	s     *spec.Spec
+	stops map[string]containerStop
+	start map[string]time.Duration // memo of startOf
+	busy  map[string]bool          // on the recursion's path (validation forbids cycles)
+}
+
+// startOf is when c's stop begins: once its dependents have finished.
+func (g *shutdownGraph) startOf(c *spec.Container) time.Duration {
+	if at, ok := g.start[c.Name]; ok {
+		return at
+	}
+	if g.busy[c.Name] {
+		return 0
+	}
+	g.busy[c.Name] = true
+	var at time.Duration
+	for _, d := range g.s.Dependents(c.Name) {
+		at = max(at, g.finish(g.container(d)))
+	}
+	g.busy[c.Name] = false
+	g.start[c.Name] = at
+	return at
+}
+
+// finish is when c's stop (and destroy) has ended at the latest.
+func (g *shutdownGraph) finish(c *spec.Container) time.Duration {
+	st := g.stops[c.Name]
+	begin := g.startOf(c)
+	term := add(begin, st.untilTerm)
+	if c.TermBarrier == spec.BarrierWait && !st.signalOnly {
+		for i := range g.s.Containers {
+			o := &g.s.Containers[i]
+			if o.Name == c.Name || o.TermBarrier == spec.BarrierWait ||
+				g.s.DependsOn(c.Name, o.Name) || g.s.DependsOn(o.Name, c.Name) {
+				continue
+			}
+			term = max(term, add(g.startOf(o), g.stops[o.Name].untilTerm))
+		}
+	}
+	return add(add(term, st.afterTerm), st.destroy)
+}
+
+func (g *shutdownGraph) container(name string) *spec.Container {
+	for i := range g.s.Containers {
+		if g.s.Containers[i].Name == name {
+			return &g.s.Containers[i]
+		}
+	}
+	return nil
 }
 
 // containerStop is the worst case of one container's stop sequence, in parts.
@@ -65,16 +110,6 @@ type containerStop struct {
 	untilTerm  time.Duration // initial delay, handler tries and wait_after_ms, until its TERM
 	afterTerm  time.Duration // term_timeout_ms, or the unix_signal tries
 	destroy    time.Duration // destroy_policy
-}
-
-// total is the container's whole stop: a WAIT container's TERM comes no earlier than
-// every IGNORE container's (ignoreReachTerm).
-func (c containerStop) total(waits bool, ignoreReachTerm time.Duration) time.Duration {
-	term := c.untilTerm
-	if waits && !c.signalOnly {
-		term = max(term, ignoreReachTerm)
-	}
-	return add(add(term, c.afterTerm), c.destroy)
 }
 
 // stopOf computes the worst case of one container's stop sequence; path names the

@@ -115,6 +115,22 @@ containers:
 containers:
   - {name: a, command: x, term_barrier: WAIT, stop_policy: {exec: {command: s}, wait_after_ms: 20000, term_timeout_ms: 0, time_limit: {max_execution_time_ms: 1000}}}
   - {name: b, command: x, term_barrier: WAIT, stop_policy: {term_timeout_ms: 3000}}`, 21 * sec, 26},
+		{"depends_on: times add up along the chain (api, then db)", `
+containers:
+  - {name: db, command: x, stop_policy: {term_timeout_ms: 4000}, destroy_policy: {exec: {command: d}, time_limit: {max_execution_time_ms: 1000}}}
+  - {name: api, command: x, depends_on: {db: ready}, stop_policy: {term_timeout_ms: 3000}, destroy_policy: {exec: {command: d}, time_limit: {max_execution_time_ms: 2000}}}
+  - {name: side, command: x, stop_policy: {term_timeout_ms: 6000}}`, (3 + 2 + 4 + 1) * sec, 15},
+		{"depends_on: the longest of two chains", `
+containers:
+  - {name: db, command: x, stop_policy: {term_timeout_ms: 1000}}
+  - {name: a, command: x, depends_on: {db: started}, stop_policy: {term_timeout_ms: 2000}}
+  - {name: b, command: x, depends_on: {a: started}, stop_policy: {term_timeout_ms: 7000}}
+  - {name: c, command: x, depends_on: {db: started}, stop_policy: {term_timeout_ms: 5000}}`, (7 + 2 + 1) * sec, 15},
+		{"a WAIT container does not wait for its dependencies, but for unrelated IGNORE ones", `
+containers:
+  - {name: db, command: x, stop_policy: {exec: {command: s}, wait_after_ms: 20000, time_limit: {max_execution_time_ms: 1000}, term_timeout_ms: 1000}}
+  - {name: api, command: x, term_barrier: WAIT, depends_on: {db: ready}, stop_policy: {term_timeout_ms: 2000}}
+  - {name: worker, command: x, stop_policy: {exec: {command: s}, wait_after_ms: 4000, time_limit: {max_execution_time_ms: 1000}, term_timeout_ms: 1000}}`, (5 + 2 + 1 + 20 + 1) * sec, 34},
 		{"absurd max_tries saturates instead of overflowing", `
 containers:
   - name: a
