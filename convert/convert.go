@@ -112,7 +112,7 @@ func Convert(data []byte, name, format string) (*Result, error) {
 // conv is the state of one conversion: the tend spec being built, and what each of
 // its fields came from. Converters call its methods for every field of the input,
 // so that nothing is dropped silently: a field is mapped (from, approx) or warned
-// about (drop, notYet, unknown).
+// about (drop, unknown).
 type conv struct {
 	s        *spec.Spec
 	warnings []Warning
@@ -141,12 +141,6 @@ func (c *conv) approx(path string, src Source, format string, args ...any) {
 // field it would have belonged to, e.g. the container).
 func (c *conv) drop(near string, src Source, why string) {
 	c.warn(near, src, "dropped ("+why+")")
-}
-
-// notYet warns about a field whose tend counterpart does not exist yet. Each call
-// site is where that field gets mapped once tend has it.
-func (c *conv) notYet(near string, src Source) {
-	c.warn(near, src, "not supported yet (ignored)")
 }
 
 // unknown warns about a field the converter does not know.

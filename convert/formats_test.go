@@ -71,9 +71,11 @@ func TestSupervisordMapping(t *testing.T) {
 	if got := *res.Spec.Containers[0].RestartPolicy.MaxFailures; got != 1 {
 		t.Errorf("startretries=0: max_failures %d, want 1 (the first start only)", got)
 	}
+	if u := res.Spec.Containers[0].User; u != "nobody" {
+		t.Errorf("user=nobody: user %q", u)
+	}
 	for _, want := range []string{
 		"[program:a].startretries: max_failures 1: supervisord gives up after the first start and 0 retries",
-		"[program:a].user: not supported yet (ignored)",
 	} {
 		if !strings.Contains(warningText(res), want) {
 			t.Errorf("warnings lack %q:\n%s", want, warningText(res))
@@ -302,9 +304,12 @@ func TestPodAgentMapping(t *testing.T) {
 	if h := container(t, s, "logs_transmitter").DestroyPolicy.HTTPGet; h.Port != "18089" || !h.Any {
 		t.Errorf("http destroy %+v", h)
 	}
-	// user and group wait for tend's process identity: a warning until then.
-	res := mustConvert(t, []byte("workloads:\n- id: w\n  start: {command_line: x, user: www, group: www}\n"), "pod.yaml", Auto)
-	for _, want := range []string{"workloads[0].start.user: not supported yet (ignored)", "workloads[0].start.group: not supported yet (ignored)"} {
+	// The start command's user and group are the container's, for all its processes.
+	res := mustConvert(t, []byte("workloads:\n- id: w\n  start: {command_line: x, user: www, group: staff}\n"), "pod.yaml", Auto)
+	if w := res.Spec.Containers[0]; w.User != "www" || w.Group != "staff" {
+		t.Errorf("user %q group %q, want www staff", w.User, w.Group)
+	}
+	for _, want := range []string{"workloads[0].start.user: tend runs every process of the container", "workloads[0].start.group: tend runs every process of the container"} {
 		if !strings.Contains(warningText(res), want) {
 			t.Errorf("warnings lack %q:\n%s", want, warningText(res))
 		}

@@ -100,6 +100,15 @@ func (c *conv) podStart(y node, ct *spec.Container, p string) {
 			}
 		case "time_limit":
 			c.drop(p+".restart_policy", f.val.src(), "pod_agent applies no time_limit to start either")
+		case "user", "group":
+			if v, ok := c.str(f.val); ok {
+				if f.key == "user" {
+					ct.User = v
+				} else {
+					ct.Group = v
+				}
+				c.approx(p+"."+f.key, f.val.src(), "tend runs every process of the container (init commands, probes, handlers) as the start command's %s", f.key)
+			}
 		default:
 			c.utilityField(f, p)
 		}
@@ -110,9 +119,8 @@ func (c *conv) podStart(y node, ct *spec.Container, p string) {
 func (c *conv) utilityField(f field, near string) {
 	switch f.key {
 	case "user", "group":
-		// TODO(user): map to the container's user and group (docs/reference.md "Identity and limits") once spec
-		// has them; until then a warning, and the command runs as tend's user.
-		c.notYet(near, f.val.src())
+		// tend has one user and group per container: the start command's.
+		c.approx(near, f.val.src(), "tend runs this command as the container's %s (the start command's)", f.key)
 	case "compute_resources":
 		c.drop(near, f.val.src(), "tend sets no cgroup limits")
 	default:

@@ -197,9 +197,8 @@ func (c *conv) svKeys(sec *iniSection, ct *spec.Container, p string, x svExpande
 				c.approx(p+".stop_policy", src, "tend's SIGTERM and SIGKILL go to the whole process group")
 			}
 		case "user":
-			// TODO(user): map to the container's user (docs/reference.md "Identity and limits") once spec has it;
-			// until then a warning, and the program runs as tend's user.
-			c.notYet(p, src)
+			ct.User = x.subst(k.value, src, p+".user")
+			c.from(p+".user", src)
 		case "redirect_stderr":
 			if svBool(c, sec, k) {
 				c.approx(p, src, "tend prints stderr lines on its own stderr; with log.file both streams go into it")
