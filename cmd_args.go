@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tend-sh/tend/spec"
 )
 
 // The command line as users type it (docs/reference.md "Command line"): flags before or after the
@@ -126,7 +128,7 @@ func dashed(name string) string {
 func didYouMean(typed string, candidates []string, format string) string {
 	best, bestDistance := "", 0
 	for _, c := range candidates {
-		d := editDistance(typed, c)
+		d := spec.EditDistance(typed, c)
 		if len(typed) >= 3 && strings.HasPrefix(c, typed) {
 			d = 0
 		}
@@ -138,25 +140,4 @@ func didYouMean(typed string, candidates []string, format string) string {
 		return ""
 	}
 	return "; did you mean " + fmt.Sprintf(format, best) + "?"
-}
-
-// editDistance is the Levenshtein distance of a and b (bytes; names are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

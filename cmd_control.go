@@ -234,6 +234,13 @@ func (a *api) call(method, path string) ([]byte, error) {
 	if resp.StatusCode == http.StatusOK {
 		return body, nil
 	}
+	msg := a.refusalText(resp, body)
+	return nil, &exitError{code: 1, msg: msg, cause: &refusal{status: resp.StatusCode, msg: msg}}
+}
+
+// refusalText says why tend answered resp (not 200): its "error", or the status, and
+// for a 403 without a token how to pass one.
+func (a *api) refusalText(resp *http.Response, body []byte) string {
 	var e struct {
 		Error string `json:"error"`
 	}
@@ -244,7 +251,7 @@ func (a *api) call(method, path string) ([]byte, error) {
 	if resp.StatusCode == http.StatusForbidden && a.tokenFile == "" {
 		msg += "; pass --api-token-file FILE (or TEND_API_TOKEN_FILE) with the token the tend at " + a.addr + " was started with"
 	}
-	return nil, &exitError{code: 1, msg: msg, cause: &refusal{status: resp.StatusCode, msg: msg}}
+	return msg
 }
 
 // unreachable is the error for a tend that did not answer; for the default socket

@@ -64,17 +64,7 @@ func streamLogs(a *api, path string, asJSON bool, out io.Writer) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var e struct {
-			Error string `json:"error"`
-		}
-		msg := fmt.Sprintf("%s answered %s", a.addr, resp.Status)
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		if resp.StatusCode == http.StatusForbidden && a.tokenFile == "" {
-			msg += "; pass --api-token-file FILE (or TEND_API_TOKEN_FILE) with the token the tend at " + a.addr + " was started with"
-		}
-		return fail(1, "logs: %s", msg)
+		return fail(1, "logs: %s", a.refusalText(resp, body))
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20) // a 64 KiB line, JSON-escaped

@@ -177,7 +177,7 @@ func closest(s string, candidates []string) string {
 		return ""
 	}
 	for _, c := range candidates {
-		d := editDistance(strings.ToLower(s), strings.ToLower(c))
+		d := EditDistance(strings.ToLower(s), strings.ToLower(c))
 		if d < bestDist || (d == bestDist && c < best) {
 			best, bestDist = c, d
 		}
@@ -188,8 +188,9 @@ func closest(s string, candidates []string) string {
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b (bytes: names are ASCII);
+// the CLI's "did you mean" uses it too.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

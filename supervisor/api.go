@@ -229,59 +229,13 @@ func (sv *Supervisor) handler(trusted bool) http.Handler {
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, sv.Status())
 	})
-	mux.HandleFunc("GET /v1/ready", func(w http.ResponseWriter, _ *http.Request) {
-		doc := sv.Status()
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if doc.Ready.True() {
-			w.WriteHeader(http.StatusOK)
-			fmt.Fprint(w, "ready")
-			return
-		}
-		w.WriteHeader(http.StatusServiceUnavailable)
-		msg := doc.Ready.Reason
-		if doc.Ready.Message != "" {
-			msg += ": " + doc.Ready.Message
-		}
-		fmt.Fprint(w, msg)
-	})
+	mux.HandleFunc("GET /v1/ready", sv.serveReady)
 	mux.HandleFunc("GET /v1/live", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, "live")
 	})
 	mux.HandleFunc("GET /metrics", sv.serveMetrics)
-	mutate := func(kind requestKind) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if !trusted {
-				if code, msg := sv.authorize(r); code != 0 {
-					writeJSON(w, code, map[string]string{"error": msg})
-					return
-				}
-			}
-			errc := make(chan error, 1)
-			req := request{kind: kind, name: r.PathValue("name"), reply: func(err error) { errc <- err }}
-			select {
-			case sv.requests <- req:
-			case <-r.Context().Done():
-				return
-			}
-			var err error
-			select {
-			case err = <-errc:
-			case <-r.Context().Done():
-				return
-			}
-			switch {
-			case err == nil:
-				writeJSON(w, http.StatusOK, map[string]string{"result": "ok"})
-			case errors.Is(err, errNoContainer):
-				writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
-			case errors.Is(err, errPreparing), errors.Is(err, errStopping):
-				writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
-			default:
-				writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": err.Error()})
-			}
-		}
-	}
+	mutate := func(kind requestKind) http.HandlerFunc { return sv.serveRequest(kind, trusted) }
 	mux.HandleFunc("POST /v1/containers/{name}/restart", mutate(reqRestart))
 	mux.HandleFunc("POST /v1/containers/{name}/stop", mutate(reqStop))
 	mux.HandleFunc("POST /v1/containers/{name}/start", mutate(reqStart))
@@ -289,6 +243,59 @@ func (sv *Supervisor) handler(trusted bool) http.Handler {
 	mux.HandleFunc("POST /v1/shutdown", mutate(reqShutdown))
 	mux.HandleFunc("GET /v1/logs", sv.serveLogs(trusted))
 	return mux
+}
+
+// serveReady is GET /v1/ready: 200 "ready", or 503 with the reason it is not.
+func (sv *Supervisor) serveReady(w http.ResponseWriter, _ *http.Request) {
+	doc := sv.Status()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if doc.Ready.True() {
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, "ready")
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	msg := doc.Ready.Reason
+	if doc.Ready.Message != "" {
+		msg += ": " + doc.Ready.Message
+	}
+	fmt.Fprint(w, msg)
+}
+
+// serveRequest hands a mutating call of kind to the supervisor's loop and answers
+// with its outcome; a client that goes away stops waiting, not the request.
+func (sv *Supervisor) serveRequest(kind requestKind, trusted bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !trusted {
+			if code, msg := sv.authorize(r); code != 0 {
+				writeJSON(w, code, map[string]string{"error": msg})
+				return
+			}
+		}
+		errc := make(chan error, 1)
+		req := request{kind: kind, name: r.PathValue("name"), reply: func(err error) { errc <- err }}
+		select {
+		case sv.requests <- req:
+		case <-r.Context().Done():
+			return
+		}
+		var err error
+		select {
+		case err = <-errc:
+		case <-r.Context().Done():
+			return
+		}
+		switch {
+		case err == nil:
+			writeJSON(w, http.StatusOK, map[string]string{"result": "ok"})
+		case errors.Is(err, errNoContainer):
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		case errors.Is(err, errPreparing), errors.Is(err, errStopping):
+			writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
+		default:
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": err.Error()})
+		}
+	}
 }
 
 // authorize checks the bearer token of a mutating call over TCP: no token configured

@@ -123,20 +123,18 @@ func (sv *Supervisor) serveLogs(trusted bool) http.HandlerFunc {
 				return
 			}
 		}
-		follow := q.Get("follow") == "true"
 		names := q["container"]
 		rings, err := sv.logs.selected(names)
 		if err != nil {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 			return
 		}
-		var wake chan struct{} // nil: not following, nothing to watch
-		if follow {
-			wake = make(chan struct{}, 1)
+		f := &logFollower{next: map[*container.LogRing]uint64{}, names: names}
+		if q.Get("follow") == "true" {
+			f.wake = make(chan struct{}, 1)
 			// Watching before the first read: no line falls between the two.
-			defer sv.logs.watch(wake)()
+			defer sv.logs.watch(f.wake)()
 		}
-		f := &logFollower{next: map[*container.LogRing]uint64{}, wake: wake}
 		defer f.stop()
 		var lines []container.LogLine
 		for _, ring := range rings {
@@ -150,59 +148,74 @@ func (sv *Supervisor) serveLogs(trusted bool) http.HandlerFunc {
 
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.WriteHeader(http.StatusOK)
-		out := bufio.NewWriter(w)
-		enc := json.NewEncoder(out)
-		write := func(lines []container.LogLine) bool {
-			for _, l := range lines {
-				e := logEntry{Time: l.Time.UTC().Format(timeFormat), Container: l.Container, Stream: "stdout", Line: l.Line}
-				if l.Stderr {
-					e.Stream = "stderr"
-				}
-				_ = enc.Encode(e)
-			}
-			if out.Flush() != nil {
-				return false
-			}
-			if fl, ok := w.(http.Flusher); ok {
-				fl.Flush()
-			}
-			return true
-		}
-		if !write(lines) || !follow {
+		out := &logWriter{w: w, buf: bufio.NewWriter(w)}
+		out.enc = json.NewEncoder(out.buf)
+		if !out.write(lines) || f.wake == nil {
 			return
 		}
-		for {
-			select {
-			case <-r.Context().Done():
-				return
-			case <-sv.logs.closed:
-				return
-			case <-wake:
-			}
-			rings, _ := sv.logs.selected(nil)
-			var lines []container.LogLine
-			for _, ring := range rings {
-				from, known := f.next[ring]
-				if !known {
-					if len(names) > 0 && !slices.Contains(names, ring.Name()) {
-						continue
-					}
-					f.add(ring, 0) // a container that began after the call
+		sv.followLogs(r, f, out)
+	}
+}
+
+// followLogs writes the lines the rings of f gain until the client goes, the API
+// closes or a write fails; a ring lapping the follower is reported as dropped lines.
+func (sv *Supervisor) followLogs(r *http.Request, f *logFollower, out *logWriter) {
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-sv.logs.closed:
+			return
+		case <-f.wake:
+		}
+		rings, _ := sv.logs.selected(nil)
+		var lines []container.LogLine
+		for _, ring := range rings {
+			from, known := f.next[ring]
+			if !known {
+				if len(f.names) > 0 && !slices.Contains(f.names, ring.Name()) {
+					continue
 				}
-				got, next, lost := ring.Since(from)
-				f.next[ring] = next
-				if lost > 0 {
-					_ = enc.Encode(logEntry{Time: time.Now().UTC().Format(timeFormat), Container: ring.Name(),
-						Line: fmt.Sprintf("[%d lines dropped: read too slowly]", lost), Dropped: lost})
-				}
-				lines = append(lines, got...)
+				f.add(ring, 0) // a container that began after the call
 			}
-			byTime(lines)
-			if !write(lines) {
-				return
+			got, next, lost := ring.Since(from)
+			f.next[ring] = next
+			if lost > 0 {
+				_ = out.enc.Encode(logEntry{Time: time.Now().UTC().Format(timeFormat), Container: ring.Name(),
+					Line: fmt.Sprintf("[%d lines dropped: read too slowly]", lost), Dropped: lost})
 			}
+			lines = append(lines, got...)
+		}
+		byTime(lines)
+		if !out.write(lines) {
+			return
 		}
 	}
+}
+
+// logWriter writes logEntry lines and flushes them to the client at once.
+type logWriter struct {
+	w   http.ResponseWriter
+	buf *bufio.Writer
+	enc *json.Encoder // into buf
+}
+
+// write reports false when the client is gone.
+func (o *logWriter) write(lines []container.LogLine) bool {
+	for _, l := range lines {
+		e := logEntry{Time: l.Time.UTC().Format(timeFormat), Container: l.Container, Stream: "stdout", Line: l.Line}
+		if l.Stderr {
+			e.Stream = "stderr"
+		}
+		_ = o.enc.Encode(e)
+	}
+	if o.buf.Flush() != nil {
+		return false
+	}
+	if fl, ok := o.w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	return true
 }
 
 // timeFormat is RFC 3339 with milliseconds.
@@ -215,8 +228,9 @@ func byTime(lines []container.LogLine) {
 // logFollower is what one follow call reads: the next line number of every ring.
 type logFollower struct {
 	next  map[*container.LogRing]uint64
+	names []string // the containers asked for; none: all
 	stops []func()
-	wake  chan struct{}
+	wake  chan struct{} // nil: not following
 }
 
 func (f *logFollower) add(r *container.LogRing, next uint64) {
