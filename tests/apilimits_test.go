@@ -188,7 +188,6 @@ containers:
 		// In a PID namespace of its own, so that whatever it wrongly starts dies with it.
 		args := append([]string{"--pid", "--fork", "--mount-proc", "--kill-child", tendBin, "run"}, extra...)
 		cmd := exec.Command("unshare", append(args, filepath.Join(tp.dir, "spec.yaml"))...)
-		cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		var out syncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out

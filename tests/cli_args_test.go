@@ -224,7 +224,6 @@ containers:
 	watch := exec.Command(tendBin, "status", "--listen", "unix:"+tp.sock, "--watch")
 	var out, errOut syncBuffer
 	watch.Stdout, watch.Stderr = &out, &errOut
-	watch.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	watch.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := watch.Start(); err != nil {
 		t.Fatal(err)

@@ -179,7 +179,6 @@ func runDocCommands(t *testing.T, file string) {
 				spec := tendRun.FindStringSubmatch(line)[1]
 				cmd := exec.Command("bash", "-c", "exec "+line)
 				cmd.Dir = dir
-				cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 				out := &syncBuffer{}
 				cmd.Stdout, cmd.Stderr = out, out

@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 		noPIDNamespace = fmt.Sprintf("unshare --pid --fork --mount-proc --kill-child true: %v: %s", err, strings.TrimSpace(string(out)))
 		fmt.Fprintf(os.Stderr, "tests: no PID namespace (%s): tend runs as a plain child, the tests that need it as PID 1 are skipped\n", noPIDNamespace)
 	}
+	// A race-built tend waits 1 s at exit by default (atexit_sleep_ms): every
+	// command the tests run would take a second longer. Children inherit this.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	dir, err := os.MkdirTemp("", "tend-test-bin")
 	if err != nil {
 		panic(err)
@@ -137,7 +140,7 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 	}
 	cmd.Dir = dir
 	// The race runtime sleeps a second at exit by default; tests wait for exits.
-	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), o.env...)
+	cmd.Env = append(os.Environ(), o.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	tp := &tend{t: t, dir: dir, sock: sock, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = tp.stdout, tp.stderr
