@@ -79,11 +79,17 @@ func runCommand() *cli.Command {
 				return specFailure(path, err)
 			}
 			if err := checkRoot(s); err != nil {
-				return err
+				return fail(1, "run: %v", err)
 			}
 			footprint.SettleAfterStartup()
 			sv := supervisor.New(s, supervisor.Options{
-				Load:           func() (*spec.Spec, error) { s, err := load(); return s, locatedErrors(path, err) },
+				Load: func() (*spec.Spec, error) {
+					s, err := load()
+					if err == nil {
+						err = checkRoot(s)
+					}
+					return s, locatedErrors(path, err)
+				},
 				Listen:         c.StringSlice("listen"),
 				APITokenFile:   c.String("api-token-file"),
 				ReportURL:      c.String("report-url"),

@@ -139,7 +139,6 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 		cmd = exec.Command(argv[0], argv[1:]...)
 	}
 	cmd.Dir = dir
-	// The race runtime sleeps a second at exit by default; tests wait for exits.
 	cmd.Env = append(os.Environ(), o.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	tp := &tend{t: t, dir: dir, sock: sock, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}

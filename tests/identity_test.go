@@ -199,3 +199,37 @@ containers:
 		t.Error("the container started")
 	}
 }
+
+// A reload that adds a user to a tend that is not root is refused, naming the field;
+// what runs goes on.
+func TestReloadAddingUserNeedsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to become someone else")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("no setpriv")
+	}
+	sh := shared(t)
+	spec := `
+instance: {name: ident, dir: ` + sh + `}
+containers:
+  - name: web
+    command: ["sleep", "1000"]
+`
+	tp := start(t, spec, runOpts{as: asChild, wrap: []string{"sh", "-c",
+		`chmod 0755 . .. "${1%/*}" && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"`, "sh"}, args: []string{"--listen", "unix:" + sh + "/tend.sock"}})
+	tp.sock = filepath.Join(sh, "tend.sock")
+	doc := tp.waitStatus(10*time.Second, "web running", func(d status.Document) bool {
+		return containerStatus(d, "web").State == status.Running
+	})
+	pid := *containerStatus(doc, "web").Pid
+	writeSpec(t, tp, strings.Replace(spec, "  - name: web\n", "  - name: web\n    user: nobody\n", 1))
+	out, errOut, code := runCLI(t, tp.dir, "reload", "--listen", "unix:"+tp.sock)
+	if code != 1 || !strings.Contains(errOut, "containers[0]: user and group need tend to run as root") {
+		t.Errorf("reload: exit %d, stdout %q, stderr %q; want exit 1 naming containers[0]", code, out, errOut)
+	}
+	doc, _ = tp.status()
+	if c := containerStatus(doc, "web"); c.State != status.Running || *c.Pid != pid {
+		t.Errorf("web after the refused reload: %s pid %v, want running pid %d", c.State, c.Pid, pid)
+	}
+}
