@@ -14,7 +14,7 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-// logHub holds every container's LogRing by name (README "Logs"). A ring outlives
+// logHub holds every container's and init container's LogRing by name (README "Logs"). A ring outlives
 // the Container objects of its name (restarts, a reload that changes the
 // container), so history and followers carry on; a reload that removes the name
 // drops it.
@@ -30,16 +30,17 @@ func newLogHub() *logHub {
 	return &logHub{rings: map[string]*container.LogRing{}, closed: make(chan struct{})}
 }
 
-// ring is the ring of container cs, created or resized to its log.keep_lines.
-func (h *logHub) ring(cs *spec.Container) *container.LogRing {
+// ring is the ring of the container or init container name, created or resized to
+// keep lines.
+func (h *logHub) ring(name string, keep int) *container.LogRing {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if r, ok := h.rings[cs.Name]; ok {
-		r.Resize(cs.KeepLines())
+	if r, ok := h.rings[name]; ok {
+		r.Resize(keep)
 		return r
 	}
-	r := container.NewLogRing(cs.Name, cs.KeepLines())
-	h.rings[cs.Name] = r
+	r := container.NewLogRing(name, keep)
+	h.rings[name] = r
 	for _, w := range h.watchers {
 		select {
 		case w <- struct{}{}:
@@ -49,12 +50,13 @@ func (h *logHub) ring(cs *spec.Container) *container.LogRing {
 	return r
 }
 
-// retain drops the rings of containers not in list (a reload removed them).
-func (h *logHub) retain(list []*container.Container) {
+// retain drops the rings of names that are not in s (a reload removed them).
+func (h *logHub) retain(s *spec.Spec) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for name := range h.rings {
-		if !slices.ContainsFunc(list, func(c *container.Container) bool { return c.Name() == name }) {
+		if !slices.ContainsFunc(s.Containers, func(c spec.Container) bool { return c.Name == name }) &&
+			!slices.ContainsFunc(s.InitContainers, func(c spec.InitContainer) bool { return c.Name == name }) {
 			delete(h.rings, name)
 		}
 	}

@@ -195,7 +195,7 @@ func (sv *Supervisor) swap(list []*container.Container) {
 	}
 	sv.containers = list
 	sv.mu.Unlock()
-	sv.logs.retain(list)
+	sv.logs.retain(sv.spec)
 	for _, c := range list {
 		if !started[c] {
 			go c.Run(sv.runCtx)

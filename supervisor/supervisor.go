@@ -382,7 +382,7 @@ func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container, stoppedByRe
 		LogFile: logFile,
 		Stdout:  sv.stdout,
 		Stderr:  sv.stderr,
-		Logs:    sv.logs.ring(cs),
+		Logs:    sv.logs.ring(cs.Name, cs.KeepLines()),
 		Log:     sv.log,
 		Changed: sv.notify,
 
@@ -406,13 +406,14 @@ func (sv *Supervisor) prepare(ctx context.Context) error {
 		ic := &s.InitContainers[i]
 		env := s.ProcessEnvAs(ic.Env, ic.Identity())
 		sv.log.Info().Str("init_container", ic.Name).Msg("running init container")
+		ring := sv.logs.ring(ic.Name, spec.DefaultKeepLines)
 		err := container.RunUntilSuccess(ctx,
 			func() ([]string, error) { return spec.Argv(ic.Command, env) },
 			proc.Cmd{
 				Env:    env,
 				Dir:    s.WorkDir(ic.WorkingDir),
-				Stdout: container.NewLineWriter(ic.Name, sv.stdout, nil),
-				Stderr: container.NewLineWriter(ic.Name, sv.stderr, nil),
+				Stdout: container.NewLineWriter(ic.Name, sv.stdout, nil).WithRing(ring, false),
+				Stderr: container.NewLineWriter(ic.Name, sv.stderr, nil).WithRing(ring, true),
 				Ident:  ic.Identity(),
 			},
 			restart.FromSpec(ic.TimeLimit),

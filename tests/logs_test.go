@@ -226,3 +226,39 @@ containers:
 		t.Errorf("read up to %q, dropped %d; want the last line and a count of dropped lines", lastLine, dropped)
 	}
 }
+
+// An init container's output is kept too: `tend logs NAME` shows what it printed,
+// stdout and stderr, while the instance runs and after a reload.
+func TestLogsOfInitContainers(t *testing.T) {
+	specText := `
+init_containers:
+  - name: migrate
+    command: ["sh", "-c", "echo migrated 3 tables; echo one was empty >&2"]
+containers:
+  - name: web
+    command: ["sleep", "600"]
+`
+	tp := start(t, specText)
+	doc := tp.waitStatus(10*time.Second, "web running", func(d status.Document) bool {
+		return containerStatus(d, "web").State == status.Running
+	})
+	pid := *containerStatus(doc, "web").Pid
+	check := func(when string) {
+		t.Helper()
+		out, errOut, code := runCLI(t, tp.dir, "logs", "--listen", "unix:"+tp.sock, "--json", "migrate")
+		if code != 0 || !strings.Contains(out, `"container":"migrate","stream":"stdout","line":"migrated 3 tables"`) ||
+			!strings.Contains(out, `"container":"migrate","stream":"stderr","line":"one was empty"`) {
+			t.Errorf("%s: tend logs migrate: exit %d, stdout:\n%s\nstderr: %s", when, code, out, errOut)
+		}
+	}
+	check("after start")
+	writeSpec(t, tp, strings.Replace(specText, `"sleep", "600"`, `"sleep", "601"`, 1))
+	if code := post(t, tp, "/v1/reload"); code != 200 {
+		t.Fatalf("reload: %d", code)
+	}
+	tp.waitStatus(10*time.Second, "web replaced", func(d status.Document) bool {
+		c := containerStatus(d, "web")
+		return c.State == status.Running && c.Pid != nil && *c.Pid != pid
+	})
+	check("after a reload")
+}
