@@ -361,7 +361,8 @@ func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []
 func (m *Manager) settle(ctx context.Context, next *spec.Spec, r *dynamic) (wentBack bool) {
 	log := m.opts.Log.With().Str("dynamic_resource", r.spec.Name).Int64("revision", r.spec.Revision).Logger()
 	if r.spec.Verify != nil {
-		target := probes.Target{Env: next.ProcessEnv(nil), Dir: next.Instance.Dir}
+		id := next.Instance.Identity()
+		target := probes.Target{Env: next.ProcessEnvAs(nil, id), Dir: next.Instance.Dir, Ident: id}
 		if err := RunPolicy(ctx, r.spec.Verify, target, nil); err != nil {
 			reason := "verify failed: " + err.Error()
 			if ctx.Err() != nil { // shutting down: the same as a kill during verify

@@ -68,6 +68,10 @@ func (c *Container) Identity() *Identity { return c.ident }
 // Identity is the resolved identity of the init container's process; nil for tend's own.
 func (c *InitContainer) Identity() *Identity { return c.ident }
 
+// Identity is the instance's user, group and rlimits: those of the processes that
+// belong to no container (the verify commands of dynamic resources); nil for tend's own.
+func (in *Instance) Identity() *Identity { return in.ident }
+
 // NeedsRoot lists the paths of the user and group fields: running them takes root.
 func (s *Spec) NeedsRoot() []string {
 	var paths []string
@@ -141,6 +145,7 @@ func resolveIdentities(s *Spec, c *collector) {
 	if in.User != "" || in.Group != "" {
 		r.lookup("instance", in.User, in.Group) // reported once, here
 	}
+	in.ident = r.resolve("", in, "", "", nil)
 	for i := range s.InitContainers {
 		ic := &s.InitContainers[i]
 		ic.ident = r.resolve(index("init_containers", i), in, ic.User, ic.Group, ic.Rlimits)

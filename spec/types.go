@@ -39,6 +39,8 @@ type Instance struct {
 	User    string            `yaml:"user,omitempty" json:"user,omitempty"`
 	Group   string            `yaml:"group,omitempty" json:"group,omitempty"`
 	Rlimits map[string]Rlimit `yaml:"rlimits,omitempty" json:"rlimits,omitempty"`
+
+	ident *Identity // resolved by Load (identity.go)
 }
 
 // EnvVar is one environment variable: a literal value or a secret read from a file.

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -231,5 +232,47 @@ containers:
 	doc, _ = tp.status()
 	if c := containerStatus(doc, "web"); c.State != status.Running || *c.Pid != pid {
 		t.Errorf("web after the refused reload: %s pid %v, want running pid %d", c.State, c.Pid, pid)
+	}
+}
+
+// The verify command of a dynamic resource belongs to no container: it runs as
+// instance.user, with instance's rlimits.
+func TestVerifyRunsAsInstanceUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	out, err := exec.Command("id", "-u", "nobody").Output()
+	if err != nil {
+		t.Skip("no user nobody")
+	}
+	uid := strings.TrimSpace(string(out))
+	srv := newFileServer(t, map[string]string{"/v1": "v1", "/v2": "v2"})
+	sh := shared(t)
+	specText := func(rev int) string {
+		return fmt.Sprintf(`
+instance: {name: ident, dir: %s, user: nobody, rlimits: {nofile: 123}}
+dynamic_resources:
+  - name: geo
+    revision: %d
+    urls: ["%s/v%d"]
+    storage_dir: store
+    destination: geo
+    verify: {exec: {command: ["sh", "-c", "echo $(id -u) $(ulimit -n) > %s/verify.out"]}}
+containers:
+  - name: app
+    command: ["sleep", "60"]
+`, sh, rev, srv.URL, rev, sh)
+	}
+	tp := start(t, specText(1))
+	tp.sock = filepath.Join(sh, "tend.sock") // in instance.dir
+	tp.waitStatus(15*time.Second, "app running", func(d status.Document) bool {
+		return containerStatus(d, "app").State == status.Running && dynamicStatus(d, "geo").State == "ready"
+	})
+	writeSpec(t, tp, specText(2))
+	if code := post(t, tp, "/v1/reload"); code != 200 {
+		t.Fatalf("reload: %d", code)
+	}
+	if got := strings.TrimSpace(waitFile(t, 15*time.Second, filepath.Join(sh, "verify.out"))); got != uid+" 123" {
+		t.Errorf("verify ran as uid and nofile %q, want %q", got, uid+" 123")
 	}
 }
