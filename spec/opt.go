@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"reflect"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -92,4 +93,10 @@ func optElem(t reflect.Type) (reflect.Type, bool) {
 		return nil, false
 	}
 	return reflect.Zero(t).Interface().(optional).elemType(), true
+}
+
+// Ms turns a millisecond field into a duration; an unset one (a field without a
+// default) is 0.
+func Ms(o Opt[int64]) time.Duration {
+	return time.Duration(o.Get()) * time.Millisecond
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -28,6 +29,12 @@ func TestOptValue(t *testing.T) {
 	}
 	if got := Some("x").Get(); got != "x" {
 		t.Errorf("Some(\"x\").Get() = %q", got)
+	}
+	if got := Ms(Some[int64](1500)); got.Milliseconds() != 1500 {
+		t.Errorf("Ms(Some(1500)) = %v", got)
+	}
+	if got := Ms(Opt[int64]{}); got != 0 {
+		t.Errorf("Ms(unset) = %v, want 0", got)
 	}
 }
 
@@ -129,6 +136,49 @@ func TestOptJSON(t *testing.T) {
 	out, err := json.Marshal(struct{ V Opt[int] }{})
 	if err != nil || string(out) != `{"V":null}` {
 		t.Errorf(`Marshal of an unset field without omitzero = %s, %v; want {"V":null}`, out, err)
+	}
+}
+
+// TestOptLoad: through Load, a present 0 is kept, and an absent or null field takes
+// its default.
+func TestOptLoad(t *testing.T) {
+	s := mustLoad(t, `
+containers:
+  - name: zero
+    command: sleep 1
+    max_run_ms: 0
+    stop_policy: {term_timeout_ms: 0, max_tries: 2}
+  - name: absent
+    command: sleep 1
+  - name: nulls
+    command: sleep 1
+    max_run_ms: null
+    stop_policy: {term_timeout_ms: ~, max_tries: null}
+`, nil)
+	zero, absent, nulls := s.Containers[0], s.Containers[1], s.Containers[2]
+	if got := zero.StopPolicy.TermTimeoutMs; got != Some[int64](0) {
+		t.Errorf("term_timeout_ms: 0 loaded as %+v, want a present 0", got)
+	}
+	if got := zero.StopPolicy.MaxTries; got != Some(2) {
+		t.Errorf("max_tries: 2 loaded as %+v", got)
+	}
+	for _, c := range []Container{absent, nulls} {
+		if got := c.StopPolicy.TermTimeoutMs; got != Some[int64](DefaultTermTimeoutMs) {
+			t.Errorf("%s: term_timeout_ms = %+v, want the default %d", c.Name, got, DefaultTermTimeoutMs)
+		}
+		if got := c.StopPolicy.MaxTries; got != Some(DefaultMaxTries) {
+			t.Errorf("%s: max_tries = %+v, want the default %d", c.Name, got, DefaultMaxTries)
+		}
+		if !c.MaxRunMs.IsSet() {
+			t.Errorf("%s: max_run_ms not set after Load", c.Name)
+		}
+	}
+	out, err := s.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "      term_timeout_ms: 0\n") {
+		t.Errorf("render lost the present term_timeout_ms: 0:\n%s", out)
 	}
 }
 
