@@ -182,6 +182,28 @@ containers:
 	}
 }
 
+// TestOptLoadWrongType: a field of the wrong type is reported once, by its path; it
+// still counts as present, so its probe is not also said to need a handler.
+func TestOptLoadWrongType(t *testing.T) {
+	got := loadErrors(t, `
+containers:
+  - name: a
+    command: sleep 1
+    startup_probe:
+      log_line: [a]
+    readiness_probe:
+      notify: {fd: x, watchdog_ms: 1000}
+`, nil)
+	want := []string{
+		"containers[0].startup_probe.log_line: must be a string, got a list",
+		"containers[0].readiness_probe.notify.fd: must be an integer, got \"x\"",
+		"containers[0].readiness_probe.notify: has both fd (s6's protocol) and watchdog_ms (systemd's); s6's protocol has no watchdog",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestOptElem(t *testing.T) {
 	if elem, ok := optElem(reflect.TypeFor[Opt[float64]]()); !ok || elem != reflect.TypeFor[float64]() {
 		t.Errorf("optElem(Opt[float64]) = %v, %v", elem, ok)
