@@ -93,7 +93,7 @@ type command struct {
 func New(cfg Config) (*Container, error) {
 	c := &Container{cfg: cfg, cmds: make(chan command), done: make(chan struct{})}
 	if l := cfg.Spec.Log; l != nil && cfg.LogFile != "" {
-		f, err := OpenLog(cfg.LogFile, deref(l.MaxSizeMb), deref(l.MaxFiles))
+		f, err := OpenLog(cfg.LogFile, l.MaxSizeMb.Get(), l.MaxFiles.Get())
 		if err != nil {
 			return nil, err
 		}

@@ -360,7 +360,7 @@ func (l *loop) restartOrEnd(restartIt bool, fails int) {
 		return
 	}
 	l.fails = fails
-	if limit := deref(l.sc.RestartPolicy.MaxFailures); limit > 0 && fails >= limit {
+	if limit := l.sc.RestartPolicy.MaxFailures.Get(); limit > 0 && fails >= limit {
 		l.fail("RestartLimit", fmt.Sprintf("gave up after %d failures in a row (restart_policy.max_failures), last: %s", fails, why))
 		return
 	}
@@ -482,13 +482,6 @@ func removedReason(st status.Container) (reason, message string) {
 		return "StoppedByRequest", "stopped by request (tend stop); tend start or restart runs it again"
 	}
 	return "Removed", "target_state is removed"
-}
-
-func deref(p *int) int {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 var canceledCtx = func() context.Context {

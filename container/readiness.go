@@ -50,10 +50,10 @@ func (l *loop) processEnv() []string {
 	return env
 }
 
-// notifyProbe returns the probe that uses systemd's protocol (fd nil), if any.
+// notifyProbe returns the probe that uses systemd's protocol (fd unset), if any.
 func notifyProbe(sc *spec.Container) *spec.Probe {
 	for _, p := range []*spec.Probe{sc.StartupProbe, sc.ReadinessProbe} {
-		if p != nil && p.Notify != nil && p.Notify.FD == nil {
+		if p != nil && p.Notify != nil && !p.Notify.FD.IsSet() {
 			return p
 		}
 	}
@@ -61,8 +61,8 @@ func notifyProbe(sc *spec.Container) *spec.Probe {
 }
 
 func (l *loop) watchdogMs() int64 {
-	if p := notifyProbe(l.sc); p != nil && p.Notify.WatchdogMs != nil {
-		return *p.Notify.WatchdogMs
+	if p := notifyProbe(l.sc); p != nil && p.Notify.WatchdogMs.IsSet() {
+		return p.Notify.WatchdogMs.Get()
 	}
 	return 0
 }
@@ -79,17 +79,17 @@ func (l *loop) startHooks() ([]*LineMatch, map[int]*os.File, error) {
 		}
 		sig := readySignal{run: run, startup: p == l.sc.StartupProbe}
 		switch {
-		case p.LogLine != nil:
-			sig.what = "a line matching " + strconv.Quote(*p.LogLine)
+		case p.LogLine.IsSet():
+			sig.what = "a line matching " + strconv.Quote(p.LogLine.Get())
 			ms = append(ms, NewLineMatch(p.LogLineRegexp(), func() { l.sendSignal(sig) }))
-		case p.Notify != nil && p.Notify.FD != nil:
+		case p.Notify != nil && p.Notify.FD.IsSet():
 			r, w, err := os.Pipe()
 			if err != nil {
 				return nil, nil, fmt.Errorf("notification pipe: %w", err)
 			}
 			l.health.notifyFD = r
-			files = map[int]*os.File{*p.Notify.FD: w}
-			sig.what = fmt.Sprintf("a newline on fd %d", *p.Notify.FD)
+			files = map[int]*os.File{p.Notify.FD.Get(): w}
+			sig.what = fmt.Sprintf("a newline on fd %d", p.Notify.FD.Get())
 			go l.readNotifyFD(r, sig)
 		}
 	}
@@ -161,10 +161,10 @@ func (l *loop) startRunProbes(ctx context.Context) {
 // waitsFor names the signal a readiness or startup probe waits for.
 func waitsFor(p *spec.Probe) string {
 	switch {
-	case p.LogLine != nil:
-		return "a line matching " + strconv.Quote(*p.LogLine)
-	case p.Notify != nil && p.Notify.FD != nil:
-		return fmt.Sprintf("a newline on fd %d", *p.Notify.FD)
+	case p.LogLine.IsSet():
+		return "a line matching " + strconv.Quote(p.LogLine.Get())
+	case p.Notify != nil && p.Notify.FD.IsSet():
+		return fmt.Sprintf("a newline on fd %d", p.Notify.FD.Get())
 	}
 	return "READY=1 on NOTIFY_SOCKET"
 }

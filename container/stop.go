@@ -232,7 +232,7 @@ func (r *stopRun) stopProcess() {
 // group is SIGKILLed.
 func (r *stopRun) signalHandler(tl restart.TimeLimit) {
 	sig := r.policy.UnixSignal.Number()
-	maxTries := deref(r.policy.MaxTries)
+	maxTries := r.policy.MaxTries.Get()
 	r.step(stepHandler)
 	r.arrive()
 	exited := false
@@ -254,7 +254,7 @@ func (r *stopRun) handler(tl restart.TimeLimit) bool {
 	pol := r.policy
 	r.step(stepHandler)
 	exited := false
-	res := probes.RunPolicy(r.kill, pol.Handler, r.target, tl, deref(pol.MaxTries), r.waitForExit(&exited),
+	res := probes.RunPolicy(r.kill, pol.Handler, r.target, tl, pol.MaxTries.Get(), r.waitForExit(&exited),
 		func(try int, res probes.Result) {
 			result := res.Detail
 			if res.OK {
@@ -265,7 +265,7 @@ func (r *stopRun) handler(tl restart.TimeLimit) bool {
 	if exited || r.exited() {
 		return false
 	}
-	if res.OK && deref64(pol.WaitAfterMs) > 0 {
+	if res.OK && pol.WaitAfterMs.Get() > 0 {
 		r.step(stepWaitAfter)
 		if r.waitExit(spec.Ms(pol.WaitAfterMs)) {
 			return false
@@ -320,7 +320,7 @@ func (r *stopRun) killGroup() {
 func (r *stopRun) runDestroy() {
 	d := r.destroy
 	r.step(stepDestroy)
-	probes.RunPolicy(r.kill, d.Handler, r.target, restart.FromSpec(d.TimeLimit), deref(d.MaxTries), nil,
+	probes.RunPolicy(r.kill, d.Handler, r.target, restart.FromSpec(d.TimeLimit), d.MaxTries.Get(), nil,
 		func(try int, res probes.Result) {
 			result := res.Detail
 			if res.OK {
@@ -328,11 +328,4 @@ func (r *stopRun) runDestroy() {
 			}
 			r.log(stepDestroy, "try", try, "result", result)
 		})
-}
-
-func deref64(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }

@@ -203,5 +203,3 @@ func literal(s string) string { return braces.Replace(s) }
 func shell(sh, arg, cmd string) spec.Command {
 	return spec.Command{List: []string{literal(sh), literal(arg), literal(cmd)}, IsList: true}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -29,11 +29,12 @@ func container(t *testing.T, s *spec.Spec, name string) spec.Container {
 	return spec.Container{}
 }
 
-func i64(p *int64) int64 {
-	if p == nil {
+// i64 is the field's value, -1 when unset (so that a test tells an absent field from 0).
+func i64(o spec.Opt[int64]) int64 {
+	if !o.IsSet() {
 		return -1
 	}
-	return *p
+	return o.Get()
 }
 
 func TestSupervisordMapping(t *testing.T) {
@@ -46,7 +47,7 @@ func TestSupervisordMapping(t *testing.T) {
 		t.Errorf("nginx-1: %+v", nginx)
 	}
 	sp := nginx.StopPolicy
-	if sp.UnixSignal == nil || sp.UnixSignal.Signal != "SIGQUIT" || *sp.MaxTries != 1 || i64(sp.TimeLimit.MinRestartPeriodMs) != 5000 || sp.TermTimeoutMs != nil {
+	if sp.UnixSignal == nil || sp.UnixSignal.Signal != "SIGQUIT" || sp.MaxTries.Get() != 1 || i64(sp.TimeLimit.MinRestartPeriodMs) != 5000 || sp.TermTimeoutMs.IsSet() {
 		t.Errorf("nginx stop policy %+v: want SIGQUIT once, SIGKILL 5 s later", sp)
 	}
 	php := container(t, s, "php-fpm")
@@ -61,14 +62,14 @@ func TestSupervisordMapping(t *testing.T) {
 		t.Errorf("cron: autostart=false and the default autorestart: %+v", cron)
 	}
 	// supervisord gives up after the first start and startretries retries (default 3).
-	if got := *php.RestartPolicy.MaxFailures; got != 4 {
+	if got := php.RestartPolicy.MaxFailures.Get(); got != 4 {
 		t.Errorf("php-fpm startretries=3: max_failures %d, want 4", got)
 	}
-	if got := *nginx.RestartPolicy.MaxFailures; got != 4 {
+	if got := nginx.RestartPolicy.MaxFailures.Get(); got != 4 {
 		t.Errorf("nginx, default startretries: max_failures %d, want 4", got)
 	}
 	res := mustConvert(t, []byte("[program:a]\ncommand=x\nstartretries=0\nuser=nobody\n"), "x.conf", Auto)
-	if got := *res.Spec.Containers[0].RestartPolicy.MaxFailures; got != 1 {
+	if got := res.Spec.Containers[0].RestartPolicy.MaxFailures.Get(); got != 1 {
 		t.Errorf("startretries=0: max_failures %d, want 1 (the first start only)", got)
 	}
 	if u := res.Spec.Containers[0].User; u != "nobody" {
@@ -91,7 +92,7 @@ func TestSupervisordMapping(t *testing.T) {
 	if want := "./app --dir {BSCONFIG_IDIR} --host {BSCONFIG_IHOST} --home ${HOME} {{x}}"; app.Command.String != want {
 		t.Errorf("command %q, want %q", app.Command.String, want)
 	}
-	if app.Log == nil || app.Log.File != "logs/app.log" || *app.Log.MaxSizeMb != 50 || *app.Log.MaxFiles != 3 {
+	if app.Log == nil || app.Log.File != "logs/app.log" || app.Log.MaxSizeMb.Get() != 50 || app.Log.MaxFiles.Get() != 3 {
 		t.Errorf("log %+v", app.Log)
 	}
 }
@@ -106,13 +107,13 @@ func TestProcessComposeMapping(t *testing.T) {
 		t.Errorf("api command %q", api.Command.List)
 	}
 	rp := api.RestartPolicy
-	if rp.Mode != spec.ModeOnFailure || i64(rp.MinPeriodMs) != 2000 || i64(rp.MaxPeriodMs) != 2000 || *rp.Backoff != 1 {
+	if rp.Mode != spec.ModeOnFailure || i64(rp.MinPeriodMs) != 2000 || i64(rp.MaxPeriodMs) != 2000 || rp.Backoff.Get() != 1 {
 		t.Errorf("api restart %+v: want on_failure every 2 s", rp)
 	}
 	if sp := api.StopPolicy; sp.UnixSignal == nil || sp.UnixSignal.Signal != "SIGINT" || i64(sp.TimeLimit.MinRestartPeriodMs) != 5000 {
 		t.Errorf("api stop %+v: want SIGINT, SIGKILL 5 s later", sp)
 	}
-	if lp := api.LivenessProbe; lp.Exec == nil || i64(lp.TimeLimit.MinRestartPeriodMs) != 2000 || i64(lp.TimeLimit.InitialDelayMs) != 0 || *lp.FailureThreshold != 3 {
+	if lp := api.LivenessProbe; lp.Exec == nil || i64(lp.TimeLimit.MinRestartPeriodMs) != 2000 || i64(lp.TimeLimit.InitialDelayMs) != 0 || lp.FailureThreshold.Get() != 3 {
 		t.Errorf("api liveness %+v", lp)
 	}
 	if !reflect.DeepEqual(s.Env, []spec.EnvVar{{Name: "APP_ENV", Value: "dev"}}) || !reflect.DeepEqual(api.Env, []spec.EnvVar{{Name: "PORT", Value: "8080"}}) {
@@ -133,12 +134,12 @@ func TestProcessComposeMapping(t *testing.T) {
 	}; !reflect.DeepEqual(deps, want) {
 		t.Errorf("depends_on %v, want %v", deps, want)
 	}
-	if rp := api.ReadinessProbe; rp == nil || rp.LogLine == nil || *rp.LogLine != "api: serving on" {
+	if rp := api.ReadinessProbe; rp == nil || !rp.LogLine.IsSet() || rp.LogLine.Get() != "api: serving on" {
 		t.Errorf("api readiness (ready_log_line) %+v", rp)
 	}
 	// max_restarts 5: the first run and 5 restarts, none forgotten after a long run.
-	if *rp.MaxFailures != 6 || i64(rp.StableAfterMs) != pcNeverStableMs {
-		t.Errorf("api max_restarts 5: max_failures %d, stable_after_ms %d", *rp.MaxFailures, i64(rp.StableAfterMs))
+	if rp.MaxFailures.Get() != 6 || i64(rp.StableAfterMs) != pcNeverStableMs {
+		t.Errorf("api max_restarts 5: max_failures %d, stable_after_ms %d", rp.MaxFailures.Get(), i64(rp.StableAfterMs))
 	}
 
 	yml := "shell: {shell_command: bash, shell_argument: -lc}\nprocesses:\n  a:\n    command: echo {}\n    disabled: true\n    availability: {restart: exit_on_failure, max_restarts: 3}\n    readiness_probe:\n      http_get: {port: 8080, path: /ok, scheme: https, headers: {X-Token: [\"a{b}\", c], Accept: text/plain}}\n"
@@ -149,7 +150,7 @@ func TestProcessComposeMapping(t *testing.T) {
 	}
 	// exit_on_failure: no restart, and the first non-zero exit however long the run
 	// shuts the instance down.
-	if rp := a.RestartPolicy; rp.Mode != spec.ModeOnFailure || *rp.MaxFailures != 1 || rp.OnGiveUp != spec.GiveUpShutdown || i64(rp.StableAfterMs) != pcNeverStableMs {
+	if rp := a.RestartPolicy; rp.Mode != spec.ModeOnFailure || rp.MaxFailures.Get() != 1 || rp.OnGiveUp != spec.GiveUpShutdown || i64(rp.StableAfterMs) != pcNeverStableMs {
 		t.Errorf("exit_on_failure: restart policy %+v", rp)
 	}
 	h := a.ReadinessProbe.HTTPGet
@@ -195,8 +196,8 @@ func TestProcessComposeDependsOnAndLogLine(t *testing.T) {
 	if !reflect.DeepEqual(c.DependsOn, want) {
 		t.Errorf("depends_on %v, want %v", c.DependsOn, want)
 	}
-	if c.RestartPolicy.MaxFailures != nil {
-		t.Errorf("max_restarts 0 (unlimited): max_failures %d, want none", *c.RestartPolicy.MaxFailures)
+	if c.RestartPolicy.MaxFailures.IsSet() {
+		t.Errorf("max_restarts 0 (unlimited): max_failures %d, want none", c.RestartPolicy.MaxFailures.Get())
 	}
 	re := container(t, res.Spec, "a").ReadinessProbe.LogLineRegexp()
 	if re == nil || !re.MatchString("server ready (v1.2) * at :80") || re.MatchString("ready (v1x2) *") {
@@ -249,7 +250,7 @@ func warningText(res *Result) string {
 
 func TestISSMapping(t *testing.T) {
 	s := mustConvert(t, readExample(t, "iss.json"), "iss.json", Auto).Spec
-	if s.Instance.Name != "18080@localhost" || *s.Instance.Port != 18080 {
+	if s.Instance.Name != "18080@localhost" || s.Instance.Port.Get() != 18080 {
 		t.Errorf("instance %+v", s.Instance)
 	}
 	if want := map[string]string{"a_geo": "sas", "shard_name": "web-000"}; !reflect.DeepEqual(s.Instance.Vars, want) {
@@ -259,7 +260,7 @@ func TestISSMapping(t *testing.T) {
 		t.Errorf("resources %+v", s.Resources)
 	}
 	c := container(t, s, "iss_hook_start")
-	if c.Command.String != "./iss_hook_start" || c.RestartPolicy.Mode != spec.ModeAlways || i64(c.RestartPolicy.MaxPeriodMs) != 30000 || *c.RestartPolicy.Backoff != 2 {
+	if c.Command.String != "./iss_hook_start" || c.RestartPolicy.Mode != spec.ModeAlways || i64(c.RestartPolicy.MaxPeriodMs) != 30000 || c.RestartPolicy.Backoff.Get() != 2 {
 		t.Errorf("container %+v restart %+v", c, c.RestartPolicy)
 	}
 	if lp := c.LivenessProbe; lp == nil || lp.Exec.Command.String != "./iss_hook_status" || i64(lp.TimeLimit.MaxExecutionTimeMs) != 1000 || i64(lp.TimeLimit.InitialDelayMs) != 1000 {
@@ -281,7 +282,7 @@ func TestISSMapping(t *testing.T) {
 	if i64(c.MaxRunMs) != 30000 || !strings.Contains(warningText(res), "[0].timeLimits.iss_hook_start.maxExecutionTimeMs: tend ends a run this long by the stop sequence") {
 		t.Errorf("maxExecutionTimeMs of the start hook: max_run_ms %d, warnings:\n%s", i64(c.MaxRunMs), warningText(res))
 	}
-	if c.RestartPolicy.Mode != spec.ModeOnFailure || c.StopPolicy.Exec.Command.String != "./iss_hook_stop" || *c.StopPolicy.TimeLimit.RestartPeriodBackOff != 1 {
+	if c.RestartPolicy.Mode != spec.ModeOnFailure || c.StopPolicy.Exec.Command.String != "./iss_hook_stop" || c.StopPolicy.TimeLimit.RestartPeriodBackOff.Get() != 1 {
 		t.Errorf("job container %+v stop %+v", c, c.StopPolicy)
 	}
 	if d := s.DynamicResources; len(d) != 1 || d[0].Destination != "geo" || d[0].StorageDir != ".geo.versions" {
@@ -295,7 +296,7 @@ func TestPodAgentMapping(t *testing.T) {
 	if c.LivenessProbe.Exec.Command.String != "cat healthy" || i64(c.LivenessProbe.TimeLimit.MinRestartPeriodMs) != 1000 {
 		t.Errorf("liveness %+v", c.LivenessProbe)
 	}
-	if sp := c.StopPolicy; sp.UnixSignal.Signal != "SIGINT" || *sp.MaxTries != 2 || i64(sp.TimeLimit.MaxRestartPeriodMs) != 3000 {
+	if sp := c.StopPolicy; sp.UnixSignal.Signal != "SIGINT" || sp.MaxTries.Get() != 2 || i64(sp.TimeLimit.MaxRestartPeriodMs) != 3000 {
 		t.Errorf("stop %+v", sp)
 	}
 	if len(c.Env) != 1 || c.Env[0].Name != "GREETING" || len(c.Init) != 1 || c.DestroyPolicy.Exec == nil {

@@ -89,7 +89,7 @@ func iss(data []byte, c *conv) {
 				if m := slotRe().FindStringSubmatch(v); m != nil {
 					port, _ := strconv.Atoi(m[1])
 					if port >= 1 && port <= 65535 {
-						c.s.Instance.Port = ptr(port)
+						c.s.Instance.Port = spec.Some(port)
 						c.note("instance.port", "the port of slot "+v)
 						c.sources["instance.port"] = src
 					}
@@ -333,8 +333,8 @@ func (c *conv) issTimeLimits(y node, hooks map[string]Source) {
 		limits = append(limits, ct.NotifyActions[0].TimeLimit)
 	}
 	for _, tl := range limits {
-		if tl != nil && tl.RestartPeriodBackOff != nil && *tl.RestartPeriodBackOff < 1 && (tl.RestartPeriodScaleMs == nil || *tl.RestartPeriodScaleMs == 0) {
-			tl.RestartPeriodBackOff = ptr(1.0)
+		if tl != nil && tl.RestartPeriodBackOff.IsSet() && tl.RestartPeriodBackOff.Get() < 1 && tl.RestartPeriodScaleMs.Get() == 0 {
+			tl.RestartPeriodBackOff = spec.Some(1.0)
 		}
 	}
 }
@@ -351,17 +351,17 @@ func (c *conv) issStartLimits(y node, ct *spec.Container, p string) {
 		switch f.key {
 		case "minRestartPeriodMs":
 			if v, ok := c.integer(f.val); ok {
-				rp.MinPeriodMs = ptr(v)
+				rp.MinPeriodMs = spec.Some(v)
 				c.from(path+".min_period_ms", src)
 			}
 		case "maxRestartPeriodMs":
 			if v, ok := c.integer(f.val); ok {
-				rp.MaxPeriodMs = ptr(v)
+				rp.MaxPeriodMs = spec.Some(v)
 				c.from(path+".max_period_ms", src)
 			}
 		case "restartPeriodBackoff":
 			if v, ok := c.number(f.val); ok {
-				rp.Backoff = ptr(max(v, 1))
+				rp.Backoff = spec.Some(max(v, 1))
 				c.approx(path+".backoff", src, "tend waits min_period_ms * backoff^(failures-1) (plus jitter), ISS min + scale * backoff^step")
 			}
 		case "restartPeriodScaleMs":
@@ -373,10 +373,10 @@ func (c *conv) issStartLimits(y node, ct *spec.Container, p string) {
 			switch {
 			case !ok:
 			case v == 0: // no limit, as for every hook's time_limit
-				ct.MaxRunMs = ptr(v)
+				ct.MaxRunMs = spec.Some(v)
 				c.from(p+".max_run_ms", src)
 			default:
-				ct.MaxRunMs = ptr(v)
+				ct.MaxRunMs = spec.Some(v)
 				c.approx(p+".max_run_ms", src, "tend ends a run this long by the stop sequence (iss_hook_stop if there is one, SIGTERM, then SIGKILL) and counts it as a failure")
 			}
 		default:

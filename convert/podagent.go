@@ -35,7 +35,7 @@ func (c *conv) workload(w node) {
 	c.from(p, w.src())
 	// pod_agent restarts the start command no more often than once every 10 s and
 	// applies no time_limit to it (pod_agent's TTimeLimit).
-	ct.RestartPolicy = &spec.RestartPolicy{MinPeriodMs: ptr[int64](10000), MaxPeriodMs: ptr[int64](10000), Backoff: ptr(1.0), StableAfterMs: ptr[int64](10000)}
+	ct.RestartPolicy = &spec.RestartPolicy{MinPeriodMs: spec.Some[int64](10000), MaxPeriodMs: spec.Some[int64](10000), Backoff: spec.Some(1.0), StableAfterMs: spec.Some[int64](10000)}
 	c.note(p+".restart_policy", "pod_agent restarts a workload at most once every 10 s")
 	for _, f := range c.fields(w) {
 		src := f.val.src()
@@ -158,7 +158,7 @@ func (c *conv) timeLimit(y node, path string, keys map[string]string) *spec.Time
 		fp := path + "." + name
 		if name == "restart_period_back_off" {
 			if v, ok := c.number(f.val); ok {
-				tl.RestartPeriodBackOff = ptr(v)
+				tl.RestartPeriodBackOff = spec.Some(v)
 				c.from(fp, f.val.src())
 			}
 			continue
@@ -170,15 +170,15 @@ func (c *conv) timeLimit(y node, path string, keys map[string]string) *spec.Time
 		c.from(fp, f.val.src())
 		switch name {
 		case "initial_delay_ms":
-			tl.InitialDelayMs = ptr(v)
+			tl.InitialDelayMs = spec.Some(v)
 		case "min_restart_period_ms":
-			tl.MinRestartPeriodMs = ptr(v)
+			tl.MinRestartPeriodMs = spec.Some(v)
 		case "max_restart_period_ms":
-			tl.MaxRestartPeriodMs = ptr(v)
+			tl.MaxRestartPeriodMs = spec.Some(v)
 		case "restart_period_scale_ms":
-			tl.RestartPeriodScaleMs = ptr(v)
+			tl.RestartPeriodScaleMs = spec.Some(v)
 		case "max_execution_time_ms":
-			tl.MaxExecutionTimeMs = ptr(v)
+			tl.MaxExecutionTimeMs = spec.Some(v)
 		}
 	}
 	return tl
@@ -202,9 +202,9 @@ func (c *conv) podCheck(y node, path string) *spec.Probe {
 			if v, ok := c.integer(f.val); ok {
 				c.from(path+"."+f.key, f.val.src())
 				if f.key == "failure_threshold" {
-					pr.FailureThreshold = ptr(int(v))
+					pr.FailureThreshold = spec.Some(int(v))
 				} else {
-					pr.SuccessThreshold = ptr(int(v))
+					pr.SuccessThreshold = spec.Some(int(v))
 				}
 			}
 		default:
@@ -318,7 +318,7 @@ func (c *conv) podStop(y node, path string) *spec.StopPolicy {
 			}
 		case "max_tries":
 			if v, ok := c.integer(f.val); ok {
-				sp.MaxTries = ptr(int(v))
+				sp.MaxTries = spec.Some(int(v))
 				c.from(path+".max_tries", f.val.src())
 			}
 		default:
@@ -340,7 +340,7 @@ func (c *conv) podDestroy(y node, path string) *spec.Policy {
 			dp.HTTPGet, dp.TimeLimit = c.podHTTP(f.val, path)
 		case "max_tries":
 			if v, ok := c.integer(f.val); ok {
-				dp.MaxTries = ptr(int(v))
+				dp.MaxTries = spec.Some(int(v))
 				c.from(path+".max_tries", f.val.src())
 			}
 		default:

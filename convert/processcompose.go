@@ -140,7 +140,7 @@ func (c *conv) pcProcess(f field, sh, arg string, ordered bool) {
 	c.from(p+".name", f.val.src())
 	// process-compose restarts nothing unless availability says so.
 	ct.RestartPolicy = &spec.RestartPolicy{Mode: spec.ModeNever}
-	ct.StopPolicy = &spec.StopPolicy{TermTimeoutMs: ptr[int64](pcShutdownTimeoutSec * 1000)}
+	ct.StopPolicy = &spec.StopPolicy{TermTimeoutMs: spec.Some[int64](pcShutdownTimeoutSec * 1000)}
 	var entrypoint []string
 	var command *string
 	var logLine *field
@@ -268,7 +268,7 @@ func (c *conv) pcReadyLogLine(f field, ct *spec.Container, p string) {
 	case ct.ReadinessProbe != nil:
 		c.errorf(f.val.src(), "ready_log_line and readiness_probe exclude each other (process-compose refuses both too): keep one")
 	default:
-		ct.ReadinessProbe = &spec.Probe{Handler: spec.Handler{LogLine: ptr(regexp.QuoteMeta(v))}}
+		ct.ReadinessProbe = &spec.Probe{Handler: spec.Handler{LogLine: spec.Some(regexp.QuoteMeta(v))}}
 		path := p + ".readiness_probe.log_line"
 		c.from(path, f.val.src())
 		c.note(path, "ready_log_line is text found anywhere in a line of stdout or stderr: quoted as an RE2 expression")
@@ -302,7 +302,7 @@ func (c *conv) pcAvailability(y node, ct *spec.Container, p string) {
 				// process-compose restarts nothing and shuts the project down, exiting
 				// with the code, when the process exits non-zero; an exit 0 just ends it.
 				exitOnFailure = true
-				rp.Mode, rp.MaxFailures, rp.OnGiveUp = spec.ModeOnFailure, ptr(1), spec.GiveUpShutdown
+				rp.Mode, rp.MaxFailures, rp.OnGiveUp = spec.ModeOnFailure, spec.Some(1), spec.GiveUpShutdown
 				c.from(path+".mode", src)
 				c.approx(path+".on_give_up", src, "on_failure with max_failures 1 and on_give_up shutdown: the first non-zero exit, however long the run, stops the instance and tend exits with its code; an exit 0 ends the container")
 			default:
@@ -322,8 +322,8 @@ func (c *conv) pcAvailability(y node, ct *spec.Container, p string) {
 		}
 	}
 	if rp.Mode != spec.ModeNever {
-		rp.MinPeriodMs, rp.MaxPeriodMs, rp.Backoff, rp.MaxJitterMs = ptr(backoff*1000), ptr(backoff*1000), ptr(1.0), ptr[int64](0)
-		rp.StableAfterMs = ptr[int64](pcNeverStableMs)
+		rp.MinPeriodMs, rp.MaxPeriodMs, rp.Backoff, rp.MaxJitterMs = spec.Some(backoff*1000), spec.Some(backoff*1000), spec.Some(1.0), spec.Some[int64](0)
+		rp.StableAfterMs = spec.Some[int64](pcNeverStableMs)
 		c.note(path+".min_period_ms", "process-compose waits backoff_seconds before every restart")
 		c.note(path+".stable_after_ms", "100 years: process-compose never resets its count of restarts, so no run is long enough to reset tend's")
 	}
@@ -346,7 +346,7 @@ func (c *conv) pcMaxRestarts(y node, rp *spec.RestartPolicy, path string, exitOn
 	case n == 0:
 		c.from(path+".max_failures", y.src())
 	default:
-		rp.MaxFailures = ptr(int(n) + 1)
+		rp.MaxFailures = spec.Some(int(n) + 1)
 		c.approx(path+".max_failures", y.src(), "max_failures %d, the first run and %d restarts; then tend marks the container failed and the instance not ready, where process-compose shows it completed", n+1, n)
 	}
 }
@@ -391,17 +391,17 @@ func (c *conv) pcShutdown(y node, ct *spec.Container, p, sh, arg string) {
 		}
 	}
 	ms := timeout * 1000
-	sp.TermTimeoutMs = ptr(ms)
+	sp.TermTimeoutMs = spec.Some(ms)
 	switch {
 	case sp.Exec != nil:
-		sp.WaitAfterMs = ptr(ms)
+		sp.WaitAfterMs = spec.Some(ms)
 		if signal != nil {
 			c.drop(path, *signal, "the shutdown command replaces the signal")
 		}
 	case signal != nil && sigName != "SIGTERM":
 		sp.UnixSignal = &spec.UnixSignal{Signal: sigName}
-		sp.MaxTries = ptr(1)
-		sp.TimeLimit = &spec.TimeLimit{MinRestartPeriodMs: ptr(ms), MaxRestartPeriodMs: ptr(ms)}
+		sp.MaxTries = spec.Some(1)
+		sp.TimeLimit = &spec.TimeLimit{MinRestartPeriodMs: spec.Some(ms), MaxRestartPeriodMs: spec.Some(ms)}
 		c.approx(path+".unix_signal", *signal, "sent to the process, then SIGKILL to the group after timeout_seconds")
 	case signal != nil:
 		c.from(path+".term_timeout_ms", *signal)
@@ -413,12 +413,12 @@ func (c *conv) pcShutdown(y node, ct *spec.Container, p, sh, arg string) {
 func (c *conv) pcProbe(y node, path, sh, arg string) *spec.Probe {
 	pr := &spec.Probe{
 		TimeLimit: &spec.TimeLimit{
-			InitialDelayMs:     ptr[int64](0),
-			MinRestartPeriodMs: ptr[int64](pcProbePeriodSec * 1000),
-			MaxRestartPeriodMs: ptr[int64](pcProbePeriodSec * 1000),
-			MaxExecutionTimeMs: ptr[int64](pcProbeTimeoutSec * 1000),
+			InitialDelayMs:     spec.Some[int64](0),
+			MinRestartPeriodMs: spec.Some[int64](pcProbePeriodSec * 1000),
+			MaxRestartPeriodMs: spec.Some[int64](pcProbePeriodSec * 1000),
+			MaxExecutionTimeMs: spec.Some[int64](pcProbeTimeoutSec * 1000),
 		},
-		FailureThreshold: ptr(pcProbeFailures),
+		FailureThreshold: spec.Some(pcProbeFailures),
 	}
 	c.from(path, y.src())
 	c.note(path+".time_limit", "process-compose's probe defaults: no initial delay, period 10 s, timeout 1 s, failure_threshold 3")
@@ -450,22 +450,22 @@ func (c *conv) pcProbe(y node, path, sh, arg string) *spec.Probe {
 			}
 			switch f.key {
 			case "initial_delay_seconds":
-				tl.InitialDelayMs = ptr(v * 1000)
+				tl.InitialDelayMs = spec.Some(v * 1000)
 				c.from(path+".time_limit.initial_delay_ms", src)
 			case "period_seconds":
-				tl.MinRestartPeriodMs, tl.MaxRestartPeriodMs = ptr(v*1000), ptr(v*1000)
+				tl.MinRestartPeriodMs, tl.MaxRestartPeriodMs = spec.Some(v*1000), spec.Some(v*1000)
 				c.from(path+".time_limit.min_restart_period_ms", src)
 			case "timeout_seconds":
-				tl.MaxExecutionTimeMs = ptr(v * 1000)
+				tl.MaxExecutionTimeMs = spec.Some(v * 1000)
 				c.from(path+".time_limit.max_execution_time_ms", src)
 			}
 		case "failure_threshold", "success_threshold":
 			if v, ok := c.integer(f.val); ok {
 				c.from(path+"."+f.key, src)
 				if f.key == "failure_threshold" {
-					pr.FailureThreshold = ptr(int(v))
+					pr.FailureThreshold = spec.Some(int(v))
 				} else {
-					pr.SuccessThreshold = ptr(int(v))
+					pr.SuccessThreshold = spec.Some(int(v))
 				}
 			}
 		default:

@@ -127,7 +127,7 @@ func (c *conv) svProgram(sec *iniSection, program string) {
 func (c *conv) svKeys(sec *iniSection, ct *spec.Container, p string, x svExpander) {
 	// supervisord gives up (FATAL) after the first start and startretries retries
 	// that each end within startsecs: as many runs shorter than stable_after_ms.
-	rp := &spec.RestartPolicy{Mode: spec.ModeOnFailure, StableAfterMs: ptr[int64](svStartSecs * 1000), MaxFailures: ptr(svStartRetries + 1)}
+	rp := &spec.RestartPolicy{Mode: spec.ModeOnFailure, StableAfterMs: spec.Some[int64](svStartSecs * 1000), MaxFailures: spec.Some(svStartRetries + 1)}
 	ct.RestartPolicy = rp
 	sp := &spec.StopPolicy{}
 	ct.StopPolicy = sp
@@ -175,13 +175,13 @@ func (c *conv) svKeys(sec *iniSection, ct *spec.Container, p string, x svExpande
 			}
 		case "startsecs":
 			v := svInt(c, sec, k)
-			rp.StableAfterMs = ptr(int64(v) * 1000)
+			rp.StableAfterMs = spec.Some(int64(v) * 1000)
 			c.approx(p+".restart_policy.stable_after_ms", src, "a shorter run is a failed start, counted towards max_failures; supervisord retries it whatever its exit code and autorestart, tend only as restart_policy.mode says")
 		case "startretries":
 			if v := svInt(c, sec, k); v < 0 {
 				c.errorf(src, "must not be negative, got %d", v)
 			} else {
-				rp.MaxFailures = ptr(v + 1)
+				rp.MaxFailures = spec.Some(v + 1)
 				c.approx(p+".restart_policy.max_failures", src, "max_failures %d: supervisord gives up after the first start and %d retries, each ending within startsecs", v+1, v)
 			}
 		case "stopsignal":
@@ -242,11 +242,11 @@ func (c *conv) svKeys(sec *iniSection, ct *spec.Container, p string, x svExpande
 	ms := stopWait * 1000
 	if stopSignal != "" {
 		sp.UnixSignal = &spec.UnixSignal{Signal: "SIG" + stopSignal}
-		sp.MaxTries = ptr(1)
-		sp.TimeLimit = &spec.TimeLimit{MinRestartPeriodMs: ptr(ms), MaxRestartPeriodMs: ptr(ms)}
+		sp.MaxTries = spec.Some(1)
+		sp.TimeLimit = &spec.TimeLimit{MinRestartPeriodMs: spec.Some(ms), MaxRestartPeriodMs: spec.Some(ms)}
 		c.note(p+".stop_policy", "stopsignal, then SIGKILL after stopwaitsecs")
 	} else {
-		sp.TermTimeoutMs = ptr(ms)
+		sp.TermTimeoutMs = spec.Some(ms)
 		c.note(p+".stop_policy", "SIGTERM, then SIGKILL after stopwaitsecs")
 	}
 }
@@ -272,7 +272,7 @@ func (c *conv) svLogKey(sec *iniSection, k iniKey, ct *spec.Container, p, stdout
 		case n == 0:
 			c.drop(p+".log", src, "tend always rotates: at max_size_mb")
 		default:
-			ct.Log.MaxSizeMb = ptr(int(math.Ceil(float64(n) / (1 << 20))))
+			ct.Log.MaxSizeMb = spec.Some(int(math.Ceil(float64(n) / (1 << 20))))
 			c.approx(p+".log.max_size_mb", src, "rounded up to whole MiB")
 		}
 	case "stdout_logfile_backups":
@@ -283,7 +283,7 @@ func (c *conv) svLogKey(sec *iniSection, k iniKey, ct *spec.Container, p, stdout
 		case v < 1:
 			c.drop(p+".log", src, "tend keeps at least one rotated file")
 		default:
-			ct.Log.MaxFiles = ptr(v)
+			ct.Log.MaxFiles = spec.Some(v)
 			c.from(p+".log.max_files", src)
 		}
 	default: // stderr rotation

@@ -14,8 +14,6 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-func ptr[T any](v T) *T { return &v }
-
 // limits is a time_limit in milliseconds; every field is set, as after spec.Load.
 type limits struct {
 	initialDelay, minPeriod, maxPeriod, scale, maxExecution int64
@@ -31,15 +29,15 @@ func probeSpec(h spec.Handler, l limits, failureThreshold, successThreshold int)
 	return &spec.Probe{
 		Handler: h,
 		TimeLimit: &spec.TimeLimit{
-			InitialDelayMs:       ptr(l.initialDelay),
-			MinRestartPeriodMs:   ptr(l.minPeriod),
-			MaxRestartPeriodMs:   ptr(l.maxPeriod),
-			RestartPeriodScaleMs: ptr(l.scale),
-			RestartPeriodBackOff: ptr(l.backOff),
-			MaxExecutionTimeMs:   ptr(l.maxExecution),
+			InitialDelayMs:       spec.Some(l.initialDelay),
+			MinRestartPeriodMs:   spec.Some(l.minPeriod),
+			MaxRestartPeriodMs:   spec.Some(l.maxPeriod),
+			RestartPeriodScaleMs: spec.Some(l.scale),
+			RestartPeriodBackOff: spec.Some(l.backOff),
+			MaxExecutionTimeMs:   spec.Some(l.maxExecution),
 		},
-		FailureThreshold: ptr(failureThreshold),
-		SuccessThreshold: ptr(successThreshold),
+		FailureThreshold: spec.Some(failureThreshold),
+		SuccessThreshold: spec.Some(successThreshold),
 	}
 }
 

@@ -51,7 +51,7 @@ func (k Kind) String() string {
 // Polled reports whether p is checked by Start (http_get, tcp_socket, exec), not by
 // a signal of the process itself (notify, log_line).
 func Polled(p *spec.Probe) bool {
-	return p != nil && p.Notify == nil && p.LogLine == nil
+	return p != nil && p.Notify == nil && !p.LogLine.IsSet()
 }
 
 // Event is reported after every check of a running probe.
@@ -99,8 +99,8 @@ func newSchedule(ctx context.Context, kind Kind, p *spec.Probe, t Target, run ui
 		kind:             kind,
 		handler:          p.Handler,
 		limit:            restart.FromSpec(p.TimeLimit),
-		failureThreshold: *p.FailureThreshold, // defaulted and at least 1 (spec)
-		successThreshold: *p.SuccessThreshold,
+		failureThreshold: p.FailureThreshold.Get(), // defaulted and at least 1 (spec)
+		successThreshold: p.SuccessThreshold.Get(),
 		target:           t,
 		run:              run,
 		metrics:          metricsFor(t.Container, kind),

@@ -120,7 +120,7 @@ func (m *Manager) prepareDynamic(ctx context.Context, r *dynamic) error {
 					err = r.activate(v, d)
 				}
 				if err == nil {
-					m.evict(r, *d.CachedRevisionsCount)
+					m.evict(r, d.CachedRevisionsCount.Get())
 					r.set(StateReady, "")
 					m.opts.Changed()
 					m.opts.Log.Info().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Str("destination", r.dest).Msg("dynamic resource in place")
@@ -350,7 +350,7 @@ func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []
 		}
 	}
 	for _, r := range work {
-		m.evict(r, *r.spec.CachedRevisionsCount)
+		m.evict(r, r.spec.CachedRevisionsCount.Get())
 	}
 	m.opts.Changed()
 }

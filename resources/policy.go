@@ -24,7 +24,7 @@ func RunPolicy(ctx context.Context, p *spec.Policy, target probes.Target, args [
 		}
 		h.Exec = &spec.Exec{Command: spec.Command{List: append(argv, args...), IsList: true}}
 	}
-	maxTries := max(1, *p.MaxTries) // defaulted and validated by spec
+	maxTries := max(1, p.MaxTries.Get()) // defaulted and validated by spec
 	tries := 0
 	res := probes.RunPolicy(ctx, h, target, restart.FromSpec(p.TimeLimit), maxTries, nil,
 		func(int, probes.Result) { tries++ })

@@ -118,7 +118,7 @@ func stopOf(c *spec.Container, path string) (containerStop, error) {
 	pol := c.StopPolicy
 	var st containerStop
 	tl := FromSpec(pol.TimeLimit)
-	tries := max(1, deref(pol.MaxTries))
+	tries := max(1, pol.MaxTries.Get())
 	switch {
 	case pol.UnixSignal != nil:
 		// The signal is sent at each try, and each try waits one period for the
@@ -138,7 +138,7 @@ func stopOf(c *spec.Container, path string) (containerStop, error) {
 	}
 	if d := c.DestroyPolicy; d != nil {
 		dtl := FromSpec(d.TimeLimit)
-		tries, err := handlerTries(dtl, max(1, deref(d.MaxTries)), path+".destroy_policy")
+		tries, err := handlerTries(dtl, max(1, d.MaxTries.Get()), path+".destroy_policy")
 		if err != nil {
 			return st, err
 		}
@@ -185,12 +185,4 @@ func mul(d time.Duration, n int) time.Duration {
 		return math.MaxInt64
 	}
 	return d * time.Duration(n)
-}
-
-// deref is *p, or 0 for nil.
-func deref(p *int) int {
-	if p == nil {
-		return 0
-	}
-	return *p
 }

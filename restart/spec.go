@@ -10,7 +10,7 @@ func FromSpec(t *spec.TimeLimit) TimeLimit {
 		MinPeriod:    spec.Ms(t.MinRestartPeriodMs),
 		MaxPeriod:    spec.Ms(t.MaxRestartPeriodMs),
 		Scale:        spec.Ms(t.RestartPeriodScaleMs),
-		BackOff:      *t.RestartPeriodBackOff,
+		BackOff:      t.RestartPeriodBackOff.Get(),
 		MaxExecution: spec.Ms(t.MaxExecutionTimeMs),
 	}
 }
@@ -20,7 +20,7 @@ func PolicyFromSpec(p *spec.RestartPolicy) Policy {
 	return Policy{
 		MinPeriod:   spec.Ms(p.MinPeriodMs),
 		MaxPeriod:   spec.Ms(p.MaxPeriodMs),
-		Backoff:     *p.Backoff,
+		Backoff:     p.Backoff.Get(),
 		MaxJitter:   spec.Ms(p.MaxJitterMs),
 		StableAfter: spec.Ms(p.StableAfterMs),
 	}

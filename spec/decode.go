@@ -250,6 +250,10 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 		w.rlimit(n, path)
 		return
 	}
+	if elem, ok := optElem(t); ok {
+		w.scalar(n, elem, path) // an Opt is checked as its element
+		return
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		w.walk(n, t.Elem(), path)

@@ -41,8 +41,8 @@ var (
 	handlerTimeLimit = timeLimitDefaults{0, 1000, 60000, 10000}
 )
 
-// applyDefaults is the one place where defaults are written: afterwards every pointer
-// with a default is non-nil, and a present field keeps its value, 0 included.
+// applyDefaults is the one place where defaults are written: afterwards every Opt
+// with a default IsSet, and a present field keeps its value, 0 included.
 // specDir is the absolute directory of the spec file.
 func applyDefaults(s *Spec, hostname, specDir string) {
 	in := &s.Instance
@@ -57,7 +57,7 @@ func applyDefaults(s *Spec, hostname, specDir string) {
 	default:
 		in.Dir = filepath.Clean(in.Dir)
 	}
-	setInt64(&in.InitTimeoutMs, 0)
+	setDefault(&in.InitTimeoutMs, 0)
 
 	for i := range s.Resources {
 		r := &s.Resources[i]
@@ -67,7 +67,7 @@ func applyDefaults(s *Spec, hostname, specDir string) {
 	for i := range s.DynamicResources {
 		d := &s.DynamicResources[i]
 		setString(&d.Checksum, DefaultChecksum)
-		setInt(&d.CachedRevisionsCount, DefaultCachedRevisions)
+		setDefault(&d.CachedRevisionsCount, DefaultCachedRevisions)
 		if d.Verify != nil {
 			defaultPolicy(d.Verify, in.Port)
 		}
@@ -80,7 +80,7 @@ func applyDefaults(s *Spec, hostname, specDir string) {
 	}
 }
 
-func defaultContainer(c *Container, port *int) {
+func defaultContainer(c *Container, port Opt[int]) {
 	for i := range c.Init {
 		c.Init[i].TimeLimit = defaultTimeLimit(c.Init[i].TimeLimit, initTimeLimit)
 	}
@@ -89,15 +89,15 @@ func defaultContainer(c *Container, port *int) {
 		c.RestartPolicy = &RestartPolicy{}
 	}
 	rp := c.RestartPolicy
-	setInt64(&rp.MinPeriodMs, DefaultRestartMinPeriodMs)
-	setInt64(&rp.MaxPeriodMs, DefaultRestartMaxPeriodMs)
-	setFloat(&rp.Backoff, DefaultRestartBackoff)
-	setInt64(&rp.MaxJitterMs, DefaultRestartMaxJitterMs)
-	setInt64(&rp.StableAfterMs, DefaultRestartStableAfterMs)
+	setDefault(&rp.MinPeriodMs, DefaultRestartMinPeriodMs)
+	setDefault(&rp.MaxPeriodMs, DefaultRestartMaxPeriodMs)
+	setDefault(&rp.Backoff, DefaultRestartBackoff)
+	setDefault(&rp.MaxJitterMs, DefaultRestartMaxJitterMs)
+	setDefault(&rp.StableAfterMs, DefaultRestartStableAfterMs)
 	setString(&rp.Mode, ModeAlways)
-	setInt(&rp.MaxFailures, DefaultMaxFailures)
+	setDefault(&rp.MaxFailures, DefaultMaxFailures)
 	setString(&rp.OnGiveUp, GiveUpStop)
-	setInt64(&c.MaxRunMs, DefaultMaxRunMs)
+	setDefault(&c.MaxRunMs, DefaultMaxRunMs)
 
 	for _, p := range []*Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		if p == nil {
@@ -105,8 +105,8 @@ func defaultContainer(c *Container, port *int) {
 		}
 		defaultHandler(&p.Handler, port)
 		p.TimeLimit = defaultTimeLimit(p.TimeLimit, probeTimeLimit)
-		setInt(&p.FailureThreshold, DefaultThreshold)
-		setInt(&p.SuccessThreshold, DefaultThreshold)
+		setDefault(&p.FailureThreshold, DefaultThreshold)
+		setDefault(&p.SuccessThreshold, DefaultThreshold)
 	}
 
 	if c.StopPolicy == nil {
@@ -114,10 +114,10 @@ func defaultContainer(c *Container, port *int) {
 	}
 	sp := c.StopPolicy
 	defaultHandler(&sp.Handler, port)
-	setInt(&sp.MaxTries, DefaultMaxTries)
+	setDefault(&sp.MaxTries, DefaultMaxTries)
 	sp.TimeLimit = defaultTimeLimit(sp.TimeLimit, handlerTimeLimit)
-	setInt64(&sp.WaitAfterMs, DefaultWaitAfterMs)
-	setInt64(&sp.TermTimeoutMs, DefaultTermTimeoutMs)
+	setDefault(&sp.WaitAfterMs, DefaultWaitAfterMs)
+	setDefault(&sp.TermTimeoutMs, DefaultTermTimeoutMs)
 
 	setString(&c.TermBarrier, BarrierIgnore)
 	if c.DestroyPolicy != nil {
@@ -128,24 +128,24 @@ func defaultContainer(c *Container, port *int) {
 	}
 	setString(&c.TargetState, TargetActive)
 	if c.Log != nil {
-		setInt(&c.Log.MaxSizeMb, DefaultLogMaxSizeMb)
-		setInt(&c.Log.MaxFiles, DefaultLogMaxFiles)
-		setInt(&c.Log.KeepLines, DefaultKeepLines)
+		setDefault(&c.Log.MaxSizeMb, DefaultLogMaxSizeMb)
+		setDefault(&c.Log.MaxFiles, DefaultLogMaxFiles)
+		setDefault(&c.Log.KeepLines, DefaultKeepLines)
 	}
 }
 
-func defaultPolicy(p *Policy, port *int) {
+func defaultPolicy(p *Policy, port Opt[int]) {
 	defaultHandler(&p.Handler, port)
-	setInt(&p.MaxTries, DefaultMaxTries)
+	setDefault(&p.MaxTries, DefaultMaxTries)
 	p.TimeLimit = defaultTimeLimit(p.TimeLimit, handlerTimeLimit)
 }
 
 // defaultHandler fills http_get schemes, and http_get and tcp_socket hosts, paths and
 // ports (port: instance.port).
-func defaultHandler(h *Handler, port *int) {
+func defaultHandler(h *Handler, port Opt[int]) {
 	instancePort := ""
-	if port != nil {
-		instancePort = strconv.Itoa(*port)
+	if port.IsSet() {
+		instancePort = strconv.Itoa(port.Get())
 	}
 	if g := h.HTTPGet; g != nil {
 		setString(&g.Scheme, SchemeHTTP)
@@ -163,30 +163,19 @@ func defaultTimeLimit(tl *TimeLimit, d timeLimitDefaults) *TimeLimit {
 	if tl == nil {
 		tl = &TimeLimit{}
 	}
-	setInt64(&tl.InitialDelayMs, d.initialDelayMs)
-	setInt64(&tl.MinRestartPeriodMs, d.minPeriodMs)
-	setInt64(&tl.MaxRestartPeriodMs, d.maxPeriodMs)
-	setInt64(&tl.RestartPeriodScaleMs, 0)
-	setFloat(&tl.RestartPeriodBackOff, 1)
-	setInt64(&tl.MaxExecutionTimeMs, d.maxExecutionMs)
+	setDefault(&tl.InitialDelayMs, d.initialDelayMs)
+	setDefault(&tl.MinRestartPeriodMs, d.minPeriodMs)
+	setDefault(&tl.MaxRestartPeriodMs, d.maxPeriodMs)
+	setDefault(&tl.RestartPeriodScaleMs, 0)
+	setDefault(&tl.RestartPeriodBackOff, 1)
+	setDefault(&tl.MaxExecutionTimeMs, d.maxExecutionMs)
 	return tl
 }
 
-func setInt64(p **int64, v int64) {
-	if *p == nil {
-		*p = &v
-	}
-}
-
-func setInt(p **int, v int) {
-	if *p == nil {
-		*p = &v
-	}
-}
-
-func setFloat(p **float64, v float64) {
-	if *p == nil {
-		*p = &v
+// setDefault sets an absent field to v; a present one keeps its value, 0 included.
+func setDefault[T optValue](o *Opt[T], v T) {
+	if !o.IsSet() {
+		*o = Some(v)
 	}
 }
 

@@ -453,8 +453,8 @@ func RlimitName(res int) string {
 // KeepLines is how many lines of output the container keeps for GET /v1/logs:
 // log.keep_lines, DefaultKeepLines without a log section.
 func (c *Container) KeepLines() int {
-	if c.Log == nil || c.Log.KeepLines == nil {
+	if c.Log == nil || !c.Log.KeepLines.IsSet() {
 		return DefaultKeepLines
 	}
-	return *c.Log.KeepLines
+	return c.Log.KeepLines.Get()
 }

@@ -194,8 +194,8 @@ containers:
 	if re := db.ReadinessProbe.LogLineRegexp(); re == nil || !re.MatchString("LOG:  database system is ready to accept connections") {
 		t.Errorf("log_line regexp = %v, want one matching the postgres line", re)
 	}
-	if rp := migrate.RestartPolicy; *rp.MaxFailures != 3 || rp.OnGiveUp != GiveUpShutdown || *migrate.MaxRunMs != 60000 {
-		t.Errorf("migrate: max_failures %d, on_give_up %q, max_run_ms %d", *rp.MaxFailures, rp.OnGiveUp, *migrate.MaxRunMs)
+	if rp := migrate.RestartPolicy; rp.MaxFailures.Get() != 3 || rp.OnGiveUp != GiveUpShutdown || migrate.MaxRunMs.Get() != 60000 {
+		t.Errorf("migrate: max_failures %d, on_give_up %q, max_run_ms %d", rp.MaxFailures.Get(), rp.OnGiveUp, migrate.MaxRunMs.Get())
 	}
 	wantDeps := []Dependency{{"cache", CondStarted}, {"db", CondReady}, {"migrate", CondSucceeded}}
 	if got := api.Dependencies(); !reflect.DeepEqual(got, wantDeps) {
@@ -204,10 +204,10 @@ containers:
 	if got := wantDeps[1].String(); got != "db: ready" {
 		t.Errorf("Dependency.String = %q", got)
 	}
-	if n := api.StartupProbe.Notify; n == nil || *n.WatchdogMs != 5000 || n.FD != nil {
+	if n := api.StartupProbe.Notify; n == nil || n.WatchdogMs.Get() != 5000 || n.FD.IsSet() {
 		t.Errorf("startup notify = %+v", n)
 	}
-	if n := api.ReadinessProbe.Notify; n == nil || *n.FD != 3 || n.WatchdogMs != nil {
+	if n := api.ReadinessProbe.Notify; n == nil || n.FD.Get() != 3 || n.WatchdogMs.IsSet() {
 		t.Errorf("readiness notify = %+v", n)
 	}
 	g := api.LivenessProbe.HTTPGet

@@ -11,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-func i64(v int64) *int64 { return &v }
+func i64(v int64) Opt[int64] { return Some(v) }
 
 func TestDefaults(t *testing.T) {
 	s := mustLoad(t, `
@@ -30,18 +30,18 @@ containers:
     notify_actions: [{http_get: {path: /n}}]
     log: {file: a.log}
 `, nil)
-	if s.Instance.Name != "host1" || !filepath.IsAbs(s.Instance.Dir) || filepath.Dir(s.Path()) != s.Instance.Dir || *s.Instance.InitTimeoutMs != 0 {
+	if s.Instance.Name != "host1" || !filepath.IsAbs(s.Instance.Dir) || filepath.Dir(s.Path()) != s.Instance.Dir || s.Instance.InitTimeoutMs.Get() != 0 {
 		t.Errorf("instance = %+v, want name host1, dir of the spec file, init_timeout_ms 0", s.Instance)
 	}
 	if r := s.Resources[0]; r.Checksum != "EMPTY:" || r.CheckPeriod != "0d0h0m" {
 		t.Errorf("resource = %+v, want checksum EMPTY:, check_period 0d0h0m", r)
 	}
 	d := s.DynamicResources[0]
-	if *d.CachedRevisionsCount != 3 || d.Checksum != "EMPTY:" || *d.Verify.MaxTries != 1 || d.Verify.HTTPGet.Port != "8080" {
+	if d.CachedRevisionsCount.Get() != 3 || d.Checksum != "EMPTY:" || d.Verify.MaxTries.Get() != 1 || d.Verify.HTTPGet.Port != "8080" {
 		t.Errorf("dynamic resource = %+v, want cached_revisions_count 3, verify defaulted", d)
 	}
 	c := s.Containers[0]
-	wantRP := RestartPolicy{MinPeriodMs: i64(1000), MaxPeriodMs: i64(60000), Backoff: ptr(2.0), MaxJitterMs: i64(1000), StableAfterMs: i64(60000), Mode: "always", MaxFailures: ptr(0), OnGiveUp: "stop"}
+	wantRP := RestartPolicy{MinPeriodMs: i64(1000), MaxPeriodMs: i64(60000), Backoff: Some(2.0), MaxJitterMs: i64(1000), StableAfterMs: i64(60000), Mode: "always", MaxFailures: Some(0), OnGiveUp: "stop"}
 	if !reflect.DeepEqual(*c.RestartPolicy, wantRP) {
 		t.Errorf("restart policy = %s, want %s", show(*c.RestartPolicy), show(wantRP))
 	}
@@ -74,23 +74,23 @@ containers:
 	if c.NotifyActions[0].HTTPGet.Scheme != "http" || d.Verify.HTTPGet.Scheme != "http" {
 		t.Error("http_get scheme of a notify action or verify not defaulted to http")
 	}
-	if *c.MaxRunMs != 0 || *c.StartupProbe.FailureThreshold != 1 || *c.StartupProbe.SuccessThreshold != 1 {
-		t.Errorf("max_run_ms %d, startup thresholds %d/%d; want 0, 1/1", *c.MaxRunMs, *c.StartupProbe.FailureThreshold, *c.StartupProbe.SuccessThreshold)
+	if c.MaxRunMs.Get() != 0 || c.StartupProbe.FailureThreshold.Get() != 1 || c.StartupProbe.SuccessThreshold.Get() != 1 {
+		t.Errorf("max_run_ms %d, startup thresholds %d/%d; want 0, 1/1", c.MaxRunMs.Get(), c.StartupProbe.FailureThreshold.Get(), c.StartupProbe.SuccessThreshold.Get())
 	}
 	if tcp := c.ReadinessProbe.TCPSocket; tcp.Host != "::1" || tcp.Port != "8080" {
 		t.Errorf("tcp_socket = %+v, want [::1]:8080", tcp)
 	}
-	if *c.LivenessProbe.FailureThreshold != 1 || *c.LivenessProbe.SuccessThreshold != 1 {
+	if c.LivenessProbe.FailureThreshold.Get() != 1 || c.LivenessProbe.SuccessThreshold.Get() != 1 {
 		t.Error("probe thresholds not 1/1")
 	}
 	sp := c.StopPolicy
-	if sp.HTTPGet != nil || sp.Exec != nil || sp.UnixSignal != nil || *sp.MaxTries != 1 || *sp.WaitAfterMs != 0 || *sp.TermTimeoutMs != 30000 {
+	if sp.HTTPGet != nil || sp.Exec != nil || sp.UnixSignal != nil || sp.MaxTries.Get() != 1 || sp.WaitAfterMs.Get() != 0 || sp.TermTimeoutMs.Get() != 30000 {
 		t.Errorf("stop policy = %s, want no handler, max_tries 1, wait_after 0, term_timeout 30000", show(sp))
 	}
-	if *c.DestroyPolicy.MaxTries != 1 || *c.NotifyActions[0].MaxTries != 1 || c.NotifyActions[0].HTTPGet.Port != "8080" {
+	if c.DestroyPolicy.MaxTries.Get() != 1 || c.NotifyActions[0].MaxTries.Get() != 1 || c.NotifyActions[0].HTTPGet.Port != "8080" {
 		t.Error("destroy/notify max_tries or port not defaulted")
 	}
-	if c.TermBarrier != "IGNORE" || c.TargetState != "active" || *c.Log.MaxSizeMb != 100 || *c.Log.MaxFiles != 5 {
+	if c.TermBarrier != "IGNORE" || c.TargetState != "active" || c.Log.MaxSizeMb.Get() != 100 || c.Log.MaxFiles.Get() != 5 {
 		t.Errorf("container = barrier %q, target %q, log %s", c.TermBarrier, c.TargetState, show(c.Log))
 	}
 }
@@ -111,17 +111,17 @@ containers:
 `, nil)
 	c := s.Containers[0]
 	rp := c.RestartPolicy
-	if *rp.MinPeriodMs != 0 || *rp.MaxPeriodMs != 0 || *rp.MaxJitterMs != 0 || *rp.StableAfterMs != 0 || *rp.Backoff != 1 {
+	if rp.MinPeriodMs.Get() != 0 || rp.MaxPeriodMs.Get() != 0 || rp.MaxJitterMs.Get() != 0 || rp.StableAfterMs.Get() != 0 || rp.Backoff.Get() != 1 {
 		t.Errorf("restart policy = %s, want the zeros kept", show(rp))
 	}
-	if got, want := *c.LivenessProbe.TimeLimit, (TimeLimit{i64(0), i64(0), i64(0), i64(7), ptr(1.5), i64(0)}); !reflect.DeepEqual(got, want) {
+	if got, want := *c.LivenessProbe.TimeLimit, (TimeLimit{i64(0), i64(0), i64(0), i64(7), Some(1.5), i64(0)}); !reflect.DeepEqual(got, want) {
 		t.Errorf("probe time_limit = %s, want %s", show(got), show(want))
 	}
-	if *c.LivenessProbe.FailureThreshold != 3 || *c.LivenessProbe.SuccessThreshold != 1 {
+	if c.LivenessProbe.FailureThreshold.Get() != 3 || c.LivenessProbe.SuccessThreshold.Get() != 1 {
 		t.Error("thresholds: a given one kept, the other defaulted")
 	}
 	sp := c.StopPolicy
-	if *sp.TermTimeoutMs != 0 || *sp.MaxTries != 2 || *sp.TimeLimit.MaxExecutionTimeMs != 0 || *sp.TimeLimit.MinRestartPeriodMs != 1000 {
+	if sp.TermTimeoutMs.Get() != 0 || sp.MaxTries.Get() != 2 || sp.TimeLimit.MaxExecutionTimeMs.Get() != 0 || sp.TimeLimit.MinRestartPeriodMs.Get() != 1000 {
 		t.Errorf("stop policy = %s", show(sp))
 	}
 }
@@ -274,10 +274,8 @@ func TestCommandForms(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func timeLimit(initial, minPeriod, maxPeriod, execution int64) TimeLimit {
-	return TimeLimit{i64(initial), i64(minPeriod), i64(maxPeriod), i64(0), ptr(1.0), i64(execution)}
+	return TimeLimit{i64(initial), i64(minPeriod), i64(maxPeriod), i64(0), Some(1.0), i64(execution)}
 }
 
 // show prints a value with its pointers followed, for messages.

@@ -36,6 +36,9 @@ type schemaGen struct {
 // of is the schema of a value of type t in the field owner.name.
 func (g *schemaGen) of(t reflect.Type, owner, name string) map[string]any {
 	key := owner + "." + name
+	if elem, ok := optElem(t); ok {
+		t = elem // an Opt is described as its element
+	}
 	var s map[string]any
 	switch {
 	case t == commandType:

@@ -20,7 +20,7 @@ const (
 // variables are the {NAME} substitution variables of one spec.
 type variables struct {
 	fixed map[string]string // BSCONFIG_* (but the _PLUS_N ones), instance.vars, --var
-	port  *int              // instance.port, for BSCONFIG_IPORT_PLUS_N
+	port  Opt[int]          // instance.port, for BSCONFIG_IPORT_PLUS_N
 	used  map[string]string // BSCONFIG_IPORT_PLUS_N names the spec used, exported too
 }
 
@@ -32,8 +32,8 @@ func newVariables(s *Spec, hostname string, cli map[string]string, c *collector)
 	v.fixed[VarName] = s.Instance.Name
 	v.fixed[VarDir] = s.Instance.Dir
 	v.fixed[VarHost] = hostname
-	if s.Instance.Port != nil {
-		v.fixed[VarPort] = strconv.Itoa(*s.Instance.Port)
+	if s.Instance.Port.IsSet() {
+		v.fixed[VarPort] = strconv.Itoa(s.Instance.Port.Get())
 	}
 	add := func(src map[string]string, path func(string) string, from string) {
 		for _, name := range sortedKeys(src) {
@@ -67,10 +67,10 @@ func (v *variables) lookup(name string) (string, bool) {
 		return val, true
 	}
 	n, ok := plusN(name)
-	if !ok || v.port == nil {
+	if !ok || !v.port.IsSet() {
 		return "", false
 	}
-	val := strconv.Itoa(*v.port + n)
+	val := strconv.Itoa(v.port.Get() + n)
 	v.used[name] = val
 	return val, true
 }
@@ -151,7 +151,7 @@ func (v *variables) hint(name string) string {
 		return " (BSCONFIG_IPORT_PLUS_N takes a whole N >= 1)"
 	}
 	names := sortedKeys(v.fixed)
-	if v.port != nil {
+	if v.port.IsSet() {
 		names = append(names, varPortPlus+"1")
 	}
 	if guess := closest(name, names); guess != "" {

@@ -6,10 +6,9 @@ import (
 )
 
 func TestSubstitute(t *testing.T) {
-	port := 8080
 	v := &variables{
 		fixed: map[string]string{"BSCONFIG_IPORT": "8080", "BSCONFIG_INAME": "web-1", "a_dc": "sas1", "empty": ""},
-		port:  &port, used: map[string]string{},
+		port:  Some(8080), used: map[string]string{},
 	}
 	tests := []struct{ in, want string }{
 		{"plain", "plain"},
@@ -36,8 +35,7 @@ func TestSubstitute(t *testing.T) {
 }
 
 func TestSubstituteErrors(t *testing.T) {
-	port := 8080
-	withPort := &variables{fixed: map[string]string{"BSCONFIG_IPORT": "8080", "a_dc": "sas1"}, port: &port, used: map[string]string{}}
+	withPort := &variables{fixed: map[string]string{"BSCONFIG_IPORT": "8080", "a_dc": "sas1"}, port: Some(8080), used: map[string]string{}}
 	noPort := &variables{fixed: map[string]string{"BSCONFIG_INAME": "web-1", "a_dc": "sas1"}, used: map[string]string{}}
 	tests := []struct {
 		v        *variables

@@ -3,14 +3,11 @@
 // validated, resolved *Spec and never writes defaults of its own.
 package spec
 
-import (
-	"regexp"
-	"time"
-)
+import "regexp"
 
-// Spec is one instance spec document (docs/reference.md "The spec"). Optional numbers are pointers so
-// that a present 0 is told apart from an absent field; after Load every pointer that
-// has a default is non-nil.
+// Spec is one instance spec document (docs/reference.md "The spec"). Optional numbers
+// and strings are Opt values so that a present 0 is told apart from an absent field;
+// after Load every one that has a default IsSet.
 type Spec struct {
 	Instance         Instance          `yaml:"instance" json:"instance"`
 	Env              []EnvVar          `yaml:"env,omitempty" json:"env,omitempty"`
@@ -32,9 +29,9 @@ type Spec struct {
 type Instance struct {
 	Name          string            `yaml:"name,omitempty" json:"name,omitempty"`
 	Dir           string            `yaml:"dir,omitempty" json:"dir,omitempty"`
-	Port          *int              `yaml:"port,omitempty" json:"port,omitempty"`
+	Port          Opt[int]          `yaml:"port,omitempty" json:"port,omitzero"`
 	Vars          map[string]string `yaml:"vars,omitempty" json:"vars,omitempty"`
-	InitTimeoutMs *int64            `yaml:"init_timeout_ms,omitempty" json:"init_timeout_ms,omitempty"`
+	InitTimeoutMs Opt[int64]        `yaml:"init_timeout_ms,omitempty" json:"init_timeout_ms,omitzero"`
 	// User, Group and Rlimits are every container's default (identity.go).
 	User    string            `yaml:"user,omitempty" json:"user,omitempty"`
 	Group   string            `yaml:"group,omitempty" json:"group,omitempty"`
@@ -67,12 +64,12 @@ type Command struct {
 
 // TimeLimit is pod_agent's TTimeLimit (docs/reference.md "Fields and defaults"). MaxExecutionTimeMs 0 means no limit.
 type TimeLimit struct {
-	InitialDelayMs       *int64   `yaml:"initial_delay_ms,omitempty" json:"initial_delay_ms,omitempty"`
-	MinRestartPeriodMs   *int64   `yaml:"min_restart_period_ms,omitempty" json:"min_restart_period_ms,omitempty"`
-	MaxRestartPeriodMs   *int64   `yaml:"max_restart_period_ms,omitempty" json:"max_restart_period_ms,omitempty"`
-	RestartPeriodScaleMs *int64   `yaml:"restart_period_scale_ms,omitempty" json:"restart_period_scale_ms,omitempty"`
-	RestartPeriodBackOff *float64 `yaml:"restart_period_back_off,omitempty" json:"restart_period_back_off,omitempty"`
-	MaxExecutionTimeMs   *int64   `yaml:"max_execution_time_ms,omitempty" json:"max_execution_time_ms,omitempty"`
+	InitialDelayMs       Opt[int64]   `yaml:"initial_delay_ms,omitempty" json:"initial_delay_ms,omitzero"`
+	MinRestartPeriodMs   Opt[int64]   `yaml:"min_restart_period_ms,omitempty" json:"min_restart_period_ms,omitzero"`
+	MaxRestartPeriodMs   Opt[int64]   `yaml:"max_restart_period_ms,omitempty" json:"max_restart_period_ms,omitzero"`
+	RestartPeriodScaleMs Opt[int64]   `yaml:"restart_period_scale_ms,omitempty" json:"restart_period_scale_ms,omitzero"`
+	RestartPeriodBackOff Opt[float64] `yaml:"restart_period_back_off,omitempty" json:"restart_period_back_off,omitzero"`
+	MaxExecutionTimeMs   Opt[int64]   `yaml:"max_execution_time_ms,omitempty" json:"max_execution_time_ms,omitzero"`
 }
 
 // InitContainer runs once, in order, before any container (docs/reference.md "Preparing").
@@ -103,7 +100,7 @@ type Container struct {
 	Env            []EnvVar       `yaml:"env,omitempty" json:"env,omitempty"`
 	Init           []InitCommand  `yaml:"init,omitempty" json:"init,omitempty"`
 	RestartPolicy  *RestartPolicy `yaml:"restart_policy,omitempty" json:"restart_policy,omitempty"`
-	MaxRunMs       *int64         `yaml:"max_run_ms,omitempty" json:"max_run_ms,omitempty"`
+	MaxRunMs       Opt[int64]     `yaml:"max_run_ms,omitempty" json:"max_run_ms,omitzero"`
 	LivenessProbe  *Probe         `yaml:"liveness_probe,omitempty" json:"liveness_probe,omitempty"`
 	ReadinessProbe *Probe         `yaml:"readiness_probe,omitempty" json:"readiness_probe,omitempty"`
 	StartupProbe   *Probe         `yaml:"startup_probe,omitempty" json:"startup_probe,omitempty"`
@@ -154,16 +151,16 @@ const (
 
 // RestartPolicy is instancectl's jittered exponential restart (docs/reference.md "Running").
 type RestartPolicy struct {
-	MinPeriodMs   *int64   `yaml:"min_period_ms,omitempty" json:"min_period_ms,omitempty"`
-	MaxPeriodMs   *int64   `yaml:"max_period_ms,omitempty" json:"max_period_ms,omitempty"`
-	Backoff       *float64 `yaml:"backoff,omitempty" json:"backoff,omitempty"`
-	MaxJitterMs   *int64   `yaml:"max_jitter_ms,omitempty" json:"max_jitter_ms,omitempty"`
-	StableAfterMs *int64   `yaml:"stable_after_ms,omitempty" json:"stable_after_ms,omitempty"`
-	Mode          string   `yaml:"mode,omitempty" json:"mode,omitempty"`
+	MinPeriodMs   Opt[int64]   `yaml:"min_period_ms,omitempty" json:"min_period_ms,omitzero"`
+	MaxPeriodMs   Opt[int64]   `yaml:"max_period_ms,omitempty" json:"max_period_ms,omitzero"`
+	Backoff       Opt[float64] `yaml:"backoff,omitempty" json:"backoff,omitzero"`
+	MaxJitterMs   Opt[int64]   `yaml:"max_jitter_ms,omitempty" json:"max_jitter_ms,omitzero"`
+	StableAfterMs Opt[int64]   `yaml:"stable_after_ms,omitempty" json:"stable_after_ms,omitzero"`
+	Mode          string       `yaml:"mode,omitempty" json:"mode,omitempty"`
 	// MaxFailures is how many consecutive short runs end the restarts (0: never);
 	// OnGiveUp says what happens then (docs/reference.md "Restart limits and deadlines").
-	MaxFailures *int   `yaml:"max_failures,omitempty" json:"max_failures,omitempty"`
-	OnGiveUp    string `yaml:"on_give_up,omitempty" json:"on_give_up,omitempty"`
+	MaxFailures Opt[int] `yaml:"max_failures,omitempty" json:"max_failures,omitzero"`
+	OnGiveUp    string   `yaml:"on_give_up,omitempty" json:"on_give_up,omitempty"`
 }
 
 // Handler is one action: exactly one kind is set (which kinds are allowed depends on
@@ -178,7 +175,7 @@ type Handler struct {
 	Notify     *Notify     `yaml:"notify,omitempty" json:"notify,omitempty"`
 	// LogLine is an RE2 expression: ready once a line of the process's output
 	// matches it. LogLineRegexp is the compiled form.
-	LogLine *string `yaml:"log_line,omitempty" json:"log_line,omitempty"`
+	LogLine Opt[string] `yaml:"log_line,omitempty" json:"log_line,omitzero"`
 
 	logLine *regexp.Regexp // LogLine compiled by validation
 }
@@ -188,12 +185,12 @@ type Handler struct {
 // here (nil when it does not compile).
 func (h Handler) LogLineRegexp() *regexp.Regexp {
 	switch {
-	case h.LogLine == nil:
+	case !h.LogLine.IsSet():
 		return nil
-	case h.logLine != nil && h.logLine.String() == *h.LogLine:
+	case h.logLine != nil && h.logLine.String() == h.LogLine.Get():
 		return h.logLine
 	}
-	re, err := regexp.Compile(*h.LogLine)
+	re, err := regexp.Compile(h.LogLine.Get())
 	if err != nil {
 		return nil
 	}
@@ -222,12 +219,12 @@ type HTTPHeader struct {
 }
 
 // Notify is a readiness or startup probe by notification (docs/reference.md "Readiness by notification"): systemd's
-// protocol on a NOTIFY_SOCKET of the container's own (FD nil), with a watchdog when
+// protocol on a NOTIFY_SOCKET of the container's own (FD unset), with a watchdog when
 // WatchdogMs is set; or s6's, a newline written to file descriptor FD. The two are
 // exclusive: s6's protocol has no watchdog.
 type Notify struct {
-	WatchdogMs *int64 `yaml:"watchdog_ms,omitempty" json:"watchdog_ms,omitempty"`
-	FD         *int   `yaml:"fd,omitempty" json:"fd,omitempty"`
+	WatchdogMs Opt[int64] `yaml:"watchdog_ms,omitempty" json:"watchdog_ms,omitzero"`
+	FD         Opt[int]   `yaml:"fd,omitempty" json:"fd,omitzero"`
 }
 
 // TCPSocket succeeds when connect succeeds; Host defaults to ::1.
@@ -250,35 +247,35 @@ type UnixSignal struct {
 type Probe struct {
 	Handler          `yaml:",inline" json:",inline"`
 	TimeLimit        *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
-	FailureThreshold *int       `yaml:"failure_threshold,omitempty" json:"failure_threshold,omitempty"`
-	SuccessThreshold *int       `yaml:"success_threshold,omitempty" json:"success_threshold,omitempty"`
+	FailureThreshold Opt[int]   `yaml:"failure_threshold,omitempty" json:"failure_threshold,omitzero"`
+	SuccessThreshold Opt[int]   `yaml:"success_threshold,omitempty" json:"success_threshold,omitzero"`
 }
 
 // StopPolicy is the stop handler and the timings of the stop sequence (docs/reference.md "Stop sequence").
 // It may name no handler at all.
 type StopPolicy struct {
 	Handler       `yaml:",inline" json:",inline"`
-	MaxTries      *int       `yaml:"max_tries,omitempty" json:"max_tries,omitempty"`
+	MaxTries      Opt[int]   `yaml:"max_tries,omitempty" json:"max_tries,omitzero"`
 	TimeLimit     *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
-	WaitAfterMs   *int64     `yaml:"wait_after_ms,omitempty" json:"wait_after_ms,omitempty"`
-	TermTimeoutMs *int64     `yaml:"term_timeout_ms,omitempty" json:"term_timeout_ms,omitempty"`
+	WaitAfterMs   Opt[int64] `yaml:"wait_after_ms,omitempty" json:"wait_after_ms,omitzero"`
+	TermTimeoutMs Opt[int64] `yaml:"term_timeout_ms,omitempty" json:"term_timeout_ms,omitzero"`
 }
 
 // Policy is a handler retried up to MaxTries with TimeLimit between tries: destroy
 // policies, notify actions and dynamic resource verification.
 type Policy struct {
 	Handler   `yaml:",inline" json:",inline"`
-	MaxTries  *int       `yaml:"max_tries,omitempty" json:"max_tries,omitempty"`
+	MaxTries  Opt[int]   `yaml:"max_tries,omitempty" json:"max_tries,omitzero"`
 	TimeLimit *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
 }
 
 // Log is an optional log file with size rotation, and the lines kept in memory for
 // GET /v1/logs; stdout prefixing always happens.
 type Log struct {
-	File      string `yaml:"file,omitempty" json:"file,omitempty"`
-	KeepLines *int   `yaml:"keep_lines,omitempty" json:"keep_lines,omitempty"`
-	MaxSizeMb *int   `yaml:"max_size_mb,omitempty" json:"max_size_mb,omitempty"`
-	MaxFiles  *int   `yaml:"max_files,omitempty" json:"max_files,omitempty"`
+	File      string   `yaml:"file,omitempty" json:"file,omitempty"`
+	KeepLines Opt[int] `yaml:"keep_lines,omitempty" json:"keep_lines,omitzero"`
+	MaxSizeMb Opt[int] `yaml:"max_size_mb,omitempty" json:"max_size_mb,omitzero"`
+	MaxFiles  Opt[int] `yaml:"max_files,omitempty" json:"max_files,omitzero"`
 }
 
 // Resource is a static ISS resource (docs/reference.md "Resources").
@@ -299,16 +296,7 @@ type DynamicResource struct {
 	Checksum             string   `yaml:"checksum,omitempty" json:"checksum,omitempty"`
 	StorageDir           string   `yaml:"storage_dir" json:"storage_dir"`
 	Destination          string   `yaml:"destination" json:"destination"`
-	CachedRevisionsCount *int     `yaml:"cached_revisions_count,omitempty" json:"cached_revisions_count,omitempty"`
+	CachedRevisionsCount Opt[int] `yaml:"cached_revisions_count,omitempty" json:"cached_revisions_count,omitzero"`
 	Extract              bool     `yaml:"extract,omitempty" json:"extract,omitempty"`
 	Verify               *Policy  `yaml:"verify,omitempty" json:"verify,omitempty"`
-}
-
-// Ms turns a defaulted millisecond field into a duration. A nil pointer (a field
-// without a default, such as an unset optional) is 0.
-func Ms(p *int64) time.Duration {
-	if p == nil {
-		return 0
-	}
-	return time.Duration(*p) * time.Millisecond
 }

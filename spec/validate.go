@@ -66,8 +66,8 @@ func (k *checker) check() {
 	if in.Name == "" {
 		k.c.addf("instance.name", "must be set (the hostname is unknown)")
 	}
-	if in.Port != nil && (*in.Port < 1 || *in.Port > 65535) {
-		k.c.addf("instance.port", "must be a port number 1-65535, got %d", *in.Port)
+	if port := in.Port.Get(); in.Port.IsSet() && (port < 1 || port > 65535) {
+		k.c.addf("instance.port", "must be a port number 1-65535, got %d", port)
 	}
 	k.nonNegative("instance.init_timeout_ms", in.InitTimeoutMs)
 
@@ -127,7 +127,7 @@ func (k *checker) check() {
 		} else {
 			target(join(path, "destination"), d.Destination)
 		}
-		k.atLeast(join(path, "cached_revisions_count"), *d.CachedRevisionsCount, 1)
+		k.atLeast(join(path, "cached_revisions_count"), d.CachedRevisionsCount.Get(), 1)
 		if d.Verify != nil {
 			k.policy(join(path, "verify"), d.Verify)
 		}
@@ -171,15 +171,15 @@ func (k *checker) container(path string, c *Container, names map[string]string) 
 
 	rp, rpPath := c.RestartPolicy, join(path, "restart_policy")
 	k.nonNegative(join(rpPath, "min_period_ms"), rp.MinPeriodMs)
-	if k.nonNegative(join(rpPath, "max_period_ms"), rp.MaxPeriodMs) && *rp.MaxPeriodMs < *rp.MinPeriodMs {
-		k.c.addf(join(rpPath, "max_period_ms"), "must be at least min_period_ms (%d), got %d", *rp.MinPeriodMs, *rp.MaxPeriodMs)
+	if k.nonNegative(join(rpPath, "max_period_ms"), rp.MaxPeriodMs) && rp.MaxPeriodMs.Get() < rp.MinPeriodMs.Get() {
+		k.c.addf(join(rpPath, "max_period_ms"), "must be at least min_period_ms (%d), got %d", rp.MinPeriodMs.Get(), rp.MaxPeriodMs.Get())
 	}
-	k.backoff(join(rpPath, "backoff"), *rp.Backoff)
+	k.backoff(join(rpPath, "backoff"), rp.Backoff.Get())
 	k.nonNegative(join(rpPath, "max_jitter_ms"), rp.MaxJitterMs)
 	k.nonNegative(join(rpPath, "stable_after_ms"), rp.StableAfterMs)
 	k.oneOf(join(rpPath, "mode"), rp.Mode, ModeAlways, ModeOnFailure, ModeNever)
-	if *rp.MaxFailures < 0 {
-		k.c.addf(join(rpPath, "max_failures"), "must not be negative (0: unlimited), got %d", *rp.MaxFailures)
+	if rp.MaxFailures.Get() < 0 {
+		k.c.addf(join(rpPath, "max_failures"), "must not be negative (0: unlimited), got %d", rp.MaxFailures.Get())
 	}
 	k.oneOf(join(rpPath, "on_give_up"), rp.OnGiveUp, GiveUpStop, GiveUpShutdown)
 	k.nonNegative(join(path, "max_run_ms"), c.MaxRunMs)
@@ -199,13 +199,13 @@ func (k *checker) container(path string, c *Container, names map[string]string) 
 		p := join(path, probe.field)
 		k.handler(p, &probe.p.Handler, true, probe.kinds...)
 		k.timeLimit(join(p, "time_limit"), probe.p.TimeLimit)
-		k.atLeast(join(p, "failure_threshold"), *probe.p.FailureThreshold, 1)
-		k.atLeast(join(p, "success_threshold"), *probe.p.SuccessThreshold, 1)
+		k.atLeast(join(p, "failure_threshold"), probe.p.FailureThreshold.Get(), 1)
+		k.atLeast(join(p, "success_threshold"), probe.p.SuccessThreshold.Get(), 1)
 	}
 
 	sp, spPath := c.StopPolicy, join(path, "stop_policy")
 	k.handler(spPath, &sp.Handler, false, kindHTTP, kindExec, kindSignal)
-	k.atLeast(join(spPath, "max_tries"), *sp.MaxTries, 1)
+	k.atLeast(join(spPath, "max_tries"), sp.MaxTries.Get(), 1)
 	k.timeLimit(join(spPath, "time_limit"), sp.TimeLimit)
 	k.nonNegative(join(spPath, "wait_after_ms"), sp.WaitAfterMs)
 	k.nonNegative(join(spPath, "term_timeout_ms"), sp.TermTimeoutMs)
@@ -223,16 +223,16 @@ func (k *checker) container(path string, c *Container, names map[string]string) 
 		if _, keepOnly := k.c.lines[join(path, "log.keep_lines")]; strings.TrimSpace(l.File) == "" && !keepOnly {
 			k.c.addf(join(path, "log.file"), "must be set")
 		}
-		k.atLeast(join(path, "log.keep_lines"), *l.KeepLines, 0)
-		k.atLeast(join(path, "log.max_size_mb"), *l.MaxSizeMb, 1)
-		k.atLeast(join(path, "log.max_files"), *l.MaxFiles, 1)
+		k.atLeast(join(path, "log.keep_lines"), l.KeepLines.Get(), 0)
+		k.atLeast(join(path, "log.max_size_mb"), l.MaxSizeMb.Get(), 1)
+		k.atLeast(join(path, "log.max_files"), l.MaxFiles.Get(), 1)
 	}
 }
 
 // policy checks a destroy policy, notify action or verify: http_get or exec.
 func (k *checker) policy(path string, p *Policy) {
 	k.handler(path, &p.Handler, true, kindHTTP, kindExec)
-	k.atLeast(join(path, "max_tries"), *p.MaxTries, 1)
+	k.atLeast(join(path, "max_tries"), p.MaxTries.Get(), 1)
 	k.timeLimit(join(path, "time_limit"), p.TimeLimit)
 }
 
@@ -242,7 +242,7 @@ func (k *checker) handler(path string, h *Handler, required bool, allowed ...str
 	set := map[string]bool{
 		kindHTTP: h.HTTPGet != nil, kindTCP: h.TCPSocket != nil,
 		kindExec: h.Exec != nil, kindSignal: h.UnixSignal != nil,
-		kindNotify: h.Notify != nil, kindLog: h.LogLine != nil,
+		kindNotify: h.Notify != nil, kindLog: h.LogLine.IsSet(),
 	}
 	var present, refused []string
 	for _, kind := range []string{kindHTTP, kindTCP, kindExec, kindSignal, kindNotify, kindLog} {
@@ -286,20 +286,20 @@ func (k *checker) handler(path string, h *Handler, required bool, allowed ...str
 		k.command(join(path, "exec.command"), &e.Command)
 	}
 	if n := h.Notify; n != nil {
-		if n.WatchdogMs != nil && *n.WatchdogMs < 1 {
-			k.c.addf(join(path, "notify.watchdog_ms"), "must be at least 1, got %d", *n.WatchdogMs)
+		if n.WatchdogMs.IsSet() && n.WatchdogMs.Get() < 1 {
+			k.c.addf(join(path, "notify.watchdog_ms"), "must be at least 1, got %d", n.WatchdogMs.Get())
 		}
-		if n.FD != nil && (*n.FD < minNotifyFD || *n.FD > maxNotifyFD) {
-			k.c.addf(join(path, "notify.fd"), "must be a file descriptor %d-%d (0-2 are stdin, stdout, stderr), got %d", minNotifyFD, maxNotifyFD, *n.FD)
+		if n.FD.IsSet() && (n.FD.Get() < minNotifyFD || n.FD.Get() > maxNotifyFD) {
+			k.c.addf(join(path, "notify.fd"), "must be a file descriptor %d-%d (0-2 are stdin, stdout, stderr), got %d", minNotifyFD, maxNotifyFD, n.FD.Get())
 		}
-		if n.FD != nil && n.WatchdogMs != nil {
+		if n.FD.IsSet() && n.WatchdogMs.IsSet() {
 			k.c.addf(join(path, "notify"), "has both fd (s6's protocol) and watchdog_ms (systemd's); s6's protocol has no watchdog")
 		}
 	}
-	if h.LogLine != nil {
-		if *h.LogLine == "" {
+	if h.LogLine.IsSet() {
+		if h.LogLine.Get() == "" {
 			k.c.addf(join(path, kindLog), "must not be empty (it would match every line)")
-		} else if re, err := regexp.Compile(*h.LogLine); err != nil {
+		} else if re, err := regexp.Compile(h.LogLine.Get()); err != nil {
 			k.c.addf(join(path, kindLog), "not an RE2 expression: %v", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 		} else {
 			h.logLine = re
@@ -440,12 +440,12 @@ func (k *checker) timeLimit(path string, tl *TimeLimit) {
 	k.nonNegative(join(path, "initial_delay_ms"), tl.InitialDelayMs)
 	k.nonNegative(join(path, "min_restart_period_ms"), tl.MinRestartPeriodMs)
 	if k.nonNegative(join(path, "max_restart_period_ms"), tl.MaxRestartPeriodMs) &&
-		*tl.MaxRestartPeriodMs < *tl.MinRestartPeriodMs {
+		tl.MaxRestartPeriodMs.Get() < tl.MinRestartPeriodMs.Get() {
 		k.c.addf(join(path, "max_restart_period_ms"), "must be at least min_restart_period_ms (%d), got %d",
-			*tl.MinRestartPeriodMs, *tl.MaxRestartPeriodMs)
+			tl.MinRestartPeriodMs.Get(), tl.MaxRestartPeriodMs.Get())
 	}
 	k.nonNegative(join(path, "restart_period_scale_ms"), tl.RestartPeriodScaleMs)
-	k.backoff(join(path, "restart_period_back_off"), *tl.RestartPeriodBackOff)
+	k.backoff(join(path, "restart_period_back_off"), tl.RestartPeriodBackOff.Get())
 	k.nonNegative(join(path, "max_execution_time_ms"), tl.MaxExecutionTimeMs)
 }
 
@@ -456,9 +456,9 @@ func (k *checker) backoff(path string, v float64) {
 	}
 }
 
-func (k *checker) nonNegative(path string, p *int64) bool {
-	if p != nil && *p < 0 {
-		k.c.addf(path, "must not be negative, got %d", *p)
+func (k *checker) nonNegative(path string, o Opt[int64]) bool {
+	if o.Get() < 0 {
+		k.c.addf(path, "must not be negative, got %d", o.Get())
 		return false
 	}
 	return true
