@@ -15,7 +15,8 @@ type LogRing struct {
 	name string
 
 	mu       sync.Mutex
-	slots    []logSlot         // line number seq is in slots[seq%len(slots)]
+	keep     int               // the most lines kept
+	slots    []logSlot         // line number seq is in slots[seq%keep]; grown as lines come
 	oldest   uint64            // the number of the oldest line kept
 	next     uint64            // the number of the next line
 	bytes    int               // the capacity of every kept line's text
@@ -50,7 +51,23 @@ type LogLine struct {
 
 // NewLogRing keeps the last keep lines of container name (0: none).
 func NewLogRing(name string, keep int) *LogRing {
-	return &LogRing{name: name, slots: make([]logSlot, keep), budget: keep * BytesPerKeptLine}
+	return &LogRing{name: name, keep: keep, budget: keep * BytesPerKeptLine}
+}
+
+// minSlots is the first allocation of slots: a container that prints a few lines
+// does not pay for keep_lines of them (40 KiB at the default, and the GC scans them).
+const minSlots = 16
+
+// slot is the slot of line seq. Until the ring first wraps lines come in order, so a
+// missing slot is the next one: the slots double, up to keep (r.mu held).
+func (r *LogRing) slot(seq uint64) *logSlot {
+	i := int(seq % uint64(r.keep))
+	if i >= len(r.slots) {
+		grown := make([]logSlot, min(r.keep, max(minSlots, 2*len(r.slots), i+1)))
+		copy(grown, r.slots)
+		r.slots = grown
+	}
+	return &r.slots[i]
 }
 
 // Name is the container's name.
@@ -61,18 +78,20 @@ func (r *LogRing) Name() string { return r.name }
 func (r *LogRing) Resize(keep int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if keep == len(r.slots) {
+	if keep == r.keep {
 		return
 	}
-	slots := make([]logSlot, keep)
+	old, oldKeep := r.slots, r.keep
 	r.oldest = max(r.oldest, r.next-min(r.next, uint64(keep)))
-	r.bytes = 0
+	r.slots, r.keep, r.budget, r.bytes = nil, keep, keep*BytesPerKeptLine, 0
+	if r.next > r.oldest {
+		r.slots = make([]logSlot, keep) // kept lines may sit anywhere in it
+	}
 	for seq := r.oldest; seq < r.next; seq++ {
-		s := r.slots[seq%uint64(len(r.slots))]
-		slots[seq%uint64(keep)] = s
+		s := old[seq%uint64(oldKeep)]
+		r.slots[seq%uint64(keep)] = s
 		r.bytes += cap(s.text)
 	}
-	r.slots, r.budget = slots, keep*BytesPerKeptLine
 	r.trim()
 }
 
@@ -80,7 +99,7 @@ func (r *LogRing) Resize(keep int) {
 // excepted (r.mu held).
 func (r *LogRing) trim() {
 	for r.bytes > r.budget && r.next-r.oldest > 1 {
-		s := &r.slots[r.oldest%uint64(len(r.slots))]
+		s := r.slot(r.oldest)
 		r.bytes -= cap(s.text)
 		s.text = nil
 		r.oldest++
@@ -92,11 +111,11 @@ func (r *LogRing) add(stderr bool, text []byte) {
 	now := time.Now().UnixNano()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.slots) == 0 {
+	if r.keep == 0 {
 		return
 	}
-	s := &r.slots[r.next%uint64(len(r.slots))]
-	if r.next-r.oldest == uint64(len(r.slots)) {
+	s := r.slot(r.next)
+	if r.next-r.oldest == uint64(r.keep) {
 		r.oldest++ // its slot is taken now (otherwise it is empty)
 	}
 	r.bytes -= cap(s.text)
@@ -133,7 +152,7 @@ func (r *LogRing) Since(from uint64) (lines []LogLine, next uint64, lost uint64)
 		lost, from = r.oldest-from, r.oldest
 	}
 	for seq := from; seq < r.next; seq++ {
-		s := &r.slots[seq%uint64(len(r.slots))]
+		s := r.slot(seq)
 		lines = append(lines, LogLine{Time: time.Unix(0, s.nanos), Container: r.name, Stderr: s.stderr, Line: string(s.text)})
 	}
 	return lines, r.next, lost

@@ -60,6 +60,46 @@ func TestLogRingResize(t *testing.T) {
 	}
 }
 
+// The slots are allocated as lines come: a quiet container costs a few, and the ring
+// keeps the same lines as one allocated whole, across growth, wrapping and resizing
+// (an empty ring resized, then filled from the middle of its slots).
+func TestLogRingGrowsAsLinesCome(t *testing.T) {
+	r := NewLogRing("web", 1000)
+	r.add(false, []byte("one"))
+	if len(r.slots) > minSlots {
+		t.Errorf("one line took %d slots, want at most %d", len(r.slots), minSlots)
+	}
+	for _, keep := range []int{1, 5, 16, 17, 100} {
+		for _, lines := range []int{0, 3, keep - 1, keep, keep + 1, 3*keep + 7} {
+			r := NewLogRing("web", keep)
+			var want []string
+			for i := range lines {
+				r.add(false, fmt.Appendf(nil, "l%d", i))
+				want = append(want, fmt.Sprintf("l%d", i))
+			}
+			want = want[max(0, len(want)-keep):]
+			if got, _, _ := ringLines(r, 0); got != strings.Join(want, ",") {
+				t.Errorf("keep %d, %d lines: %q, want %q", keep, lines, got, strings.Join(want, ","))
+			}
+			if len(r.slots) > keep {
+				t.Errorf("keep %d: %d slots", keep, len(r.slots))
+			}
+		}
+	}
+	r = NewLogRing("web", 10)
+	for i := range 7 {
+		r.add(false, fmt.Appendf(nil, "l%d", i))
+	}
+	r.Resize(0)
+	r.Resize(4) // empty, and the next line is number 7: slot 3
+	for i := 7; i < 13; i++ {
+		r.add(false, fmt.Appendf(nil, "l%d", i))
+	}
+	if got, _, _ := ringLines(r, 0); got != "l9,l10,l11,l12" {
+		t.Errorf("resized empty ring: %q, want l9,l10,l11,l12", got)
+	}
+}
+
 func TestLineWriterFillsTheRing(t *testing.T) {
 	r := NewLogRing("web", 100) // 100 KiB: room for a 64 KiB piece
 	w := NewLineWriter("web", nil, nil).WithRing(r, true)
