@@ -14,14 +14,14 @@ import (
 type LogRing struct {
 	name string
 
-	mu       sync.Mutex
-	keep     int               // the most lines kept
-	slots    []logSlot         // line number seq is in slots[seq%keep]; grown as lines come
-	oldest   uint64            // the number of the oldest line kept
-	next     uint64            // the number of the next line
-	bytes    int               // the capacity of every kept line's text
-	budget   int               // the most bytes may be
-	watchers []chan<- struct{} // woken (without blocking) after every line
+	mu     sync.Mutex
+	keep   int       // the most lines kept
+	slots  []logSlot // line number seq is in slots[seq%keep]; grown as lines come
+	oldest uint64    // the number of the oldest line kept
+	next   uint64    // the number of the next line
+	bytes  int       // the capacity of every kept line's text
+	budget int       // the most bytes may be
+	wakers Wakers    // woken after every line
 }
 
 // BytesPerKeptLine is the average length of line a ring keeps keep_lines of; with
@@ -127,12 +127,7 @@ func (r *LogRing) add(stderr bool, text []byte) {
 	r.bytes += cap(s.text)
 	r.next++
 	r.trim()
-	for _, w := range r.watchers {
-		select {
-		case w <- struct{}{}:
-		default: // already woken
-		}
-	}
+	r.wakers.Wake()
 }
 
 // Next is the number the next line will get.
@@ -160,21 +155,7 @@ func (r *LogRing) Since(from uint64) (lines []LogLine, next uint64, lost uint64)
 
 // Watch makes every new line send to wake without blocking (a buffer of one is
 // enough); the returned function stops it.
-func (r *LogRing) Watch(wake chan<- struct{}) (stop func()) {
-	r.mu.Lock()
-	r.watchers = append(r.watchers, wake)
-	r.mu.Unlock()
-	return func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for i, w := range r.watchers {
-			if w == wake {
-				r.watchers = append(r.watchers[:i], r.watchers[i+1:]...)
-				break
-			}
-		}
-	}
-}
+func (r *LogRing) Watch(wake chan<- struct{}) (stop func()) { return r.wakers.Watch(wake) }
 
 // WithRing makes w keep every line it emits in r, as stream stderr or stdout.
 func (w *LineWriter) WithRing(r *LogRing, stderr bool) *LineWriter {

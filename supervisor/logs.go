@@ -19,11 +19,11 @@ import (
 // container), so history and followers carry on; a reload that removes the name
 // drops it.
 type logHub struct {
-	mu       sync.Mutex
-	rings    map[string]*container.LogRing
-	watchers []chan<- struct{} // woken when a ring is added
-	closed   chan struct{}     // the API is shutting down: followers end
-	once     sync.Once
+	mu     sync.Mutex
+	rings  map[string]*container.LogRing
+	wakers container.Wakers // woken when a ring is added
+	closed chan struct{}    // the API is shutting down: followers end
+	once   sync.Once
 }
 
 func newLogHub() *logHub {
@@ -41,12 +41,7 @@ func (h *logHub) ring(name string, keep int) *container.LogRing {
 	}
 	r := container.NewLogRing(name, keep)
 	h.rings[name] = r
-	for _, w := range h.watchers {
-		select {
-		case w <- struct{}{}:
-		default:
-		}
-	}
+	h.wakers.Wake()
 	return r
 }
 
@@ -80,16 +75,7 @@ func (h *logHub) selected(names []string) ([]*container.LogRing, error) {
 	return out, nil
 }
 
-func (h *logHub) watch(wake chan<- struct{}) (stop func()) {
-	h.mu.Lock()
-	h.watchers = append(h.watchers, wake)
-	h.mu.Unlock()
-	return func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.watchers = slices.DeleteFunc(h.watchers, func(w chan<- struct{}) bool { return w == wake })
-	}
-}
+func (h *logHub) watch(wake chan<- struct{}) (stop func()) { return h.wakers.Watch(wake) }
 
 func (h *logHub) close() { h.once.Do(func() { close(h.closed) }) }
 
