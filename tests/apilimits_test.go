@@ -185,9 +185,13 @@ containers:
 		return containerStatus(d, "app").State == status.Running
 	})
 	for _, extra := range [][]string{nil, {"--listen", "unix:" + filepath.Join(tp.dir, "other.sock")}} {
-		// In a PID namespace of its own, so that whatever it wrongly starts dies with it.
-		args := append([]string{"--pid", "--fork", "--mount-proc", "--kill-child", tendBin, "run"}, extra...)
-		cmd := exec.Command("unshare", append(args, filepath.Join(tp.dir, "spec.yaml"))...)
+		// In a PID namespace of its own where there is one, so that whatever it wrongly
+		// starts dies with it; else its process group is killed below.
+		args := append(append([]string{tendBin, "run"}, extra...), filepath.Join(tp.dir, "spec.yaml"))
+		if noPIDNamespace == "" {
+			args = append([]string{"unshare", "--pid", "--fork", "--mount-proc", "--kill-child"}, args...)
+		}
+		cmd := exec.Command(args[0], args[1:]...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		var out syncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out

@@ -288,6 +288,9 @@ func dependsOnEnforced(t *testing.T) bool {
 // The supervisord example: containers in priority order, numprocs copies, autostart
 // false stopped, stopsignal QUIT on shutdown.
 func TestSupervisordExampleRuns(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the example runs a program as user nobody, which needs tend to run as root")
+	}
 	tp := start(t, readForeign(t, "supervisord.conf"))
 	doc := tp.waitStatus(20*time.Second, "php-fpm and both nginx running", func(d status.Document) bool {
 		return containerStatus(d, "php-fpm").State == "running" && containerStatus(d, "nginx-0").State == "running" && containerStatus(d, "nginx-1").State == "running"
