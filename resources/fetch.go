@@ -176,52 +176,13 @@ func (e *roundError) Unwrap() []error { return e.errs }
 // attempt downloads one URL into a new temporary file, hashing on the way, and
 // returns its path once the checksum matched and the data is on disk.
 func (f *fetcher) attempt(ctx context.Context, src Source, rawURL, dir, prefix string, p *Progress) (path string, err error) {
-	u, err := url.Parse(rawURL)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d, err := f.open(ctx, cancel, rawURL)
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var body io.Reader
-	total := int64(-1)
-	var stalled atomic.Bool
-	var idle *time.Timer
-	switch strings.ToLower(u.Scheme) {
-	case "file":
-		file, err := os.Open(u.Path)
-		if err != nil {
-			return "", err
-		}
-		defer file.Close()
-		fi, err := file.Stat()
-		if err != nil {
-			return "", err
-		}
-		if !fi.Mode().IsRegular() {
-			return "", fmt.Errorf("%s is not a regular file", u.Path)
-		}
-		body, total = file, fi.Size()
-	default:
-		// One timer covers the wait for the answer and every gap in the body: a
-		// server that stops sending fails the attempt instead of hanging it.
-		idle = time.AfterFunc(f.opts.IdleTimeout, func() { stalled.Store(true); cancel() })
-		defer idle.Stop()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("User-Agent", "tend")
-		resp, err := f.client.Do(req)
-		if err != nil {
-			return "", httpError(err, &stalled, f.opts.IdleTimeout)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return "", fmt.Errorf("HTTP %s", resp.Status)
-		}
-		body, total = &idleReader{r: resp.Body, idle: idle, timeout: f.opts.IdleTimeout}, resp.ContentLength
-	}
-
+	defer d.close()
 	tmp, err := os.CreateTemp(dir, prefix)
 	if err != nil {
 		return "", err
@@ -232,19 +193,19 @@ func (f *fetcher) attempt(ctx context.Context, src Source, rawURL, dir, prefix s
 			os.Remove(tmp.Name())
 		}
 	}()
-	p.reset(total)
+	p.reset(d.total)
 	h := src.Checksum.newHash()
 	w := &progressWriter{f: tmp, fd: int(tmp.Fd()), p: p, log: f, name: src.Name, start: time.Now()}
-	n, err := copyHashing(w, body, h)
+	n, err := copyHashing(w, d.body, h)
 	switch {
-	case err != nil && stalled.Load():
+	case err != nil && d.stalled.Load():
 		return "", fmt.Errorf("stalled: no data for %s after %d bytes", f.opts.IdleTimeout, n)
-	case errors.Is(err, io.ErrUnexpectedEOF) && total >= 0:
-		return "", fmt.Errorf("connection closed after %d of %d bytes", n, total)
+	case errors.Is(err, io.ErrUnexpectedEOF) && d.total >= 0:
+		return "", fmt.Errorf("connection closed after %d of %d bytes", n, d.total)
 	case err != nil:
-		return "", httpError(err, &stalled, f.opts.IdleTimeout)
-	case total >= 0 && n != total:
-		return "", fmt.Errorf("short body: %d of %d bytes", n, total)
+		return "", httpError(err, &d.stalled, f.opts.IdleTimeout)
+	case d.total >= 0 && n != d.total:
+		return "", fmt.Errorf("short body: %d of %d bytes", n, d.total)
 	}
 	if err := src.Checksum.check(h); err != nil {
 		return "", err
@@ -262,6 +223,60 @@ func (f *fetcher) attempt(ctx context.Context, src Source, rawURL, dir, prefix s
 	p.total.Store(n) // known now, also when the server did not say
 	w.finished(n)
 	return tmp.Name(), nil
+}
+
+// download is an opened URL: its body and length (-1: unknown).
+type download struct {
+	body    io.Reader
+	total   int64
+	stalled atomic.Bool // the idle timer fired (cancelling the request)
+	close   func()
+}
+
+// open opens a file: URL, or sends the GET of any other. One timer covers the wait for
+// the answer and every gap in the body: a server that stops sending fails the attempt
+// (cancel) instead of hanging it.
+func (f *fetcher) open(ctx context.Context, cancel context.CancelFunc, rawURL string) (*download, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if strings.EqualFold(u.Scheme, "file") {
+		file, err := os.Open(u.Path)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := file.Stat()
+		if err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("%s is not a regular file", u.Path)
+		}
+		if err != nil {
+			file.Close()
+			return nil, err
+		}
+		return &download{body: file, total: fi.Size(), close: func() { file.Close() }}, nil
+	}
+	d := &download{}
+	idle := time.AfterFunc(f.opts.IdleTimeout, func() { d.stalled.Store(true); cancel() })
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		idle.Stop()
+		return nil, err
+	}
+	req.Header.Set("User-Agent", "tend")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		idle.Stop()
+		return nil, httpError(err, &d.stalled, f.opts.IdleTimeout)
+	}
+	if resp.StatusCode != http.StatusOK {
+		idle.Stop()
+		resp.Body.Close()
+		return nil, fmt.Errorf("HTTP %s", resp.Status)
+	}
+	d.body, d.total = &idleReader{r: resp.Body, idle: idle, timeout: f.opts.IdleTimeout}, resp.ContentLength
+	d.close = func() { idle.Stop(); resp.Body.Close() }
+	return d, nil
 }
 
 // httpError says why a request failed without Go's URL noise.

@@ -177,44 +177,26 @@ func (m *Manager) Reload(ctx context.Context, next *spec.Spec, running []string)
 	return nil
 }
 
+// reloadStatic brings the static resources to next: the new and changed ones are
+// fetched beside the old (all or none: one that fails leaves the old set as it was),
+// then put in place; a changed check_period restarts the re-verification.
 func (m *Manager) reloadStatic(ctx context.Context, next *spec.Spec) error {
 	m.mu.Lock()
 	old := m.static
 	m.mu.Unlock()
-	byName := map[string]*static{}
-	for _, r := range old {
-		byName[r.spec.Name] = r
+	plan, err := planStatic(old, next)
+	if err != nil {
+		return err
 	}
-	type periodChange struct {
-		r    *static
-		spec spec.Resource
+	if len(plan.fetch) > 0 {
+		m.setStatic(plan.list)
 	}
-	var list, fetch []*static
-	var periods []periodChange
-	for _, rs := range next.Resources {
-		if o := byName[rs.Name]; o != nil && sameStatic(o.spec, rs) && o.path == next.WorkDir(rs.Name) {
-			list = append(list, o)
-			if o.spec.CheckPeriod != rs.CheckPeriod {
-				periods = append(periods, periodChange{o, rs})
-			}
-			continue
-		}
-		n, err := newStatic(next, rs)
-		if err != nil {
-			return err
-		}
-		list = append(list, n)
-		fetch = append(fetch, n)
-	}
-	if len(fetch) > 0 {
-		m.setStatic(list)
-	}
-	staged := make([]string, len(fetch))
-	err := parallel(len(fetch), func(i int) error {
+	staged := make([]string, len(plan.fetch))
+	err = parallel(len(plan.fetch), func(i int) error {
 		var err error
-		staged[i], err = m.stageStatic(ctx, fetch[i], m.opts.ReloadRounds, true)
+		staged[i], err = m.stageStatic(ctx, plan.fetch[i], m.opts.ReloadRounds, true)
 		if err != nil {
-			return fmt.Errorf("resource %q: %w", fetch[i].spec.Name, err)
+			return fmt.Errorf("resource %q: %w", plan.fetch[i].spec.Name, err)
 		}
 		return nil
 	})
@@ -229,18 +211,18 @@ func (m *Manager) reloadStatic(ctx context.Context, next *spec.Spec) error {
 	}
 	// Commit: the old versions' re-verification must not fetch them back.
 	for _, o := range old {
-		if !slices.Contains(list, o) {
+		if !slices.Contains(plan.list, o) {
 			o.stopRecheck()
 		}
 	}
 	var errs []error
-	for i, r := range fetch {
+	for i, r := range plan.fetch {
 		if err := m.commitStatic(r, staged[i]); err != nil {
 			errs = append(errs, err)
 		}
 		m.startRecheck(r)
 	}
-	for _, pc := range periods {
+	for _, pc := range plan.periods {
 		pc.r.stopRecheck()
 		period, _ := ParseCheckPeriod(pc.spec.CheckPeriod)
 		pc.r.mu.Lock()
@@ -248,8 +230,45 @@ func (m *Manager) reloadStatic(ctx context.Context, next *spec.Spec) error {
 		pc.r.mu.Unlock()
 		m.startRecheck(pc.r)
 	}
-	m.setStatic(list)
+	m.setStatic(plan.list)
 	return errors.Join(errs...)
+}
+
+// staticPlan is what a reload does to the static resources: the next list, those of
+// it to fetch, and kept ones whose check_period changed.
+type staticPlan struct {
+	list, fetch []*static
+	periods     []periodChange
+}
+
+type periodChange struct {
+	r    *static
+	spec spec.Resource
+}
+
+// planStatic keeps a resource of old that next names with the same content and place.
+func planStatic(old []*static, next *spec.Spec) (staticPlan, error) {
+	byName := map[string]*static{}
+	for _, r := range old {
+		byName[r.spec.Name] = r
+	}
+	var p staticPlan
+	for _, rs := range next.Resources {
+		if o := byName[rs.Name]; o != nil && sameStatic(o.spec, rs) && o.path == next.WorkDir(rs.Name) {
+			p.list = append(p.list, o)
+			if o.spec.CheckPeriod != rs.CheckPeriod {
+				p.periods = append(p.periods, periodChange{o, rs})
+			}
+			continue
+		}
+		n, err := newStatic(next, rs)
+		if err != nil {
+			return staticPlan{}, err
+		}
+		p.list = append(p.list, n)
+		p.fetch = append(p.fetch, n)
+	}
+	return p, nil
 }
 
 func (m *Manager) setStatic(list []*static) {
@@ -259,7 +278,39 @@ func (m *Manager) setStatic(list []*static) {
 	m.opts.Changed()
 }
 
+// reloadDynamic brings the dynamic resources to next: the changed ones (and the
+// failed) are fetched beside the active version, switched, the running containers
+// notified, verified (going back where verify fails) and old versions evicted.
 func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []string) {
+	work, opened := m.planDynamic(next)
+	if len(work) == 0 {
+		return
+	}
+	done := m.switchDynamic(work, m.stageAll(ctx, work, opened))
+	m.opts.Changed()
+	if len(done) > 0 {
+		m.notify(ctx, next, running, names(done))
+		var back []*dynamic
+		for _, r := range done {
+			if m.settle(ctx, next, r) {
+				back = append(back, r)
+			}
+		}
+		m.opts.Changed()
+		if len(back) > 0 {
+			m.notify(ctx, next, running, names(back))
+		}
+	}
+	for _, r := range work {
+		m.evict(r, r.spec.CachedRevisionsCount.Get())
+	}
+	m.opts.Changed()
+}
+
+// planDynamic makes next's dynamic resources the list: one with the same storage and
+// destination is kept (with next's spec), others are new. It returns those that need
+// a new version (work), and which of them are open already.
+func (m *Manager) planDynamic(next *spec.Spec) (work []*dynamic, opened map[*dynamic]bool) {
 	m.mu.Lock()
 	old := m.dynamic
 	m.mu.Unlock()
@@ -267,8 +318,8 @@ func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []
 	for _, r := range old {
 		byName[r.name()] = r
 	}
-	var list, work []*dynamic
-	opened := map[*dynamic]bool{}
+	var list []*dynamic
+	opened = map[*dynamic]bool{}
 	for _, d := range next.DynamicResources {
 		o := byName[d.Name]
 		if o != nil && o.storage == next.WorkDir(d.StorageDir) && o.dest == next.WorkDir(d.Destination) {
@@ -296,10 +347,12 @@ func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []
 	m.dynamic = list
 	m.mu.Unlock()
 	m.opts.Changed()
-	if len(work) == 0 {
-		return
-	}
+	return work, opened
+}
 
+// stageAll fetches the new version of every resource of work in parallel; a nil
+// version is one that failed (its state says why, the active one stays).
+func (m *Manager) stageAll(ctx context.Context, work []*dynamic, opened map[*dynamic]bool) []*version {
 	versions := make([]*version, len(work))
 	_ = parallel(len(work), func(i int) error {
 		r := work[i]
@@ -321,8 +374,12 @@ func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []
 		versions[i] = &v
 		return nil
 	})
+	return versions
+}
 
-	var done []*dynamic
+// switchDynamic points the destination of every staged resource at its new version
+// and returns those switched.
+func (m *Manager) switchDynamic(work []*dynamic, versions []*version) (done []*dynamic) {
 	for i, r := range work {
 		if versions[i] == nil {
 			continue
@@ -335,24 +392,7 @@ func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []
 		m.opts.Log.Info().Str("dynamic_resource", r.spec.Name).Int64("revision", r.spec.Revision).Str("path", versions[i].Path).Msg("destination switched")
 		done = append(done, r)
 	}
-	m.opts.Changed()
-	if len(done) > 0 {
-		m.notify(ctx, next, running, names(done))
-		var back []*dynamic
-		for _, r := range done {
-			if m.settle(ctx, next, r) {
-				back = append(back, r)
-			}
-		}
-		m.opts.Changed()
-		if len(back) > 0 {
-			m.notify(ctx, next, running, names(back))
-		}
-	}
-	for _, r := range work {
-		m.evict(r, r.spec.CachedRevisionsCount.Get())
-	}
-	m.opts.Changed()
+	return done
 }
 
 // settle runs verify on a switched resource and commits the switch, or goes back
