@@ -77,63 +77,11 @@ func (k *checker) check() {
 			k.c.addf(index("env_files", i), "must be a file name")
 		}
 	}
-
 	targets := map[string]string{} // absolute resource path -> field path
-	target := func(path, p string) {
-		abs := s.WorkDir(p)
-		if first, dup := targets[abs]; dup {
-			k.c.addf(path, "%s is also the target of %s", abs, first)
-			return
-		}
-		targets[abs] = path
-	}
-	names := map[string]string{}
-	for i := range s.Resources {
-		r := &s.Resources[i]
-		path := index("resources", i)
-		if k.name(join(path, "name"), r.Name, "resource", names) {
-			if r.Name == "." || r.Name == ".." {
-				k.c.addf(join(path, "name"), "must be a file name, got %q", r.Name)
-			} else {
-				target(join(path, "name"), r.Name)
-			}
-		}
-		k.urls(join(path, "urls"), r.URLs)
-		k.checksum(join(path, "checksum"), r.Checksum)
-		if !checkPeriodRe().MatchString(r.CheckPeriod) {
-			k.c.addf(join(path, "check_period"), "must look like 0d1h0m (<days>d<hours>h<minutes>m), got %q", r.CheckPeriod)
-		}
-	}
-	names = map[string]string{}
-	storages := map[string]string{}
-	for i := range s.DynamicResources {
-		d := &s.DynamicResources[i]
-		path := index("dynamic_resources", i)
-		k.name(join(path, "name"), d.Name, "dynamic resource", names)
-		if d.Revision < 0 {
-			k.c.addf(join(path, "revision"), "must not be negative, got %d", d.Revision)
-		}
-		k.urls(join(path, "urls"), d.URLs)
-		k.checksum(join(path, "checksum"), d.Checksum)
-		if d.StorageDir == "" {
-			k.c.addf(join(path, "storage_dir"), "must be set")
-		} else if abs := s.WorkDir(d.StorageDir); storages[abs] != "" {
-			k.c.addf(join(path, "storage_dir"), "%s is also the storage_dir of %s", abs, storages[abs])
-		} else {
-			storages[abs] = path
-		}
-		if d.Destination == "" {
-			k.c.addf(join(path, "destination"), "must be set")
-		} else {
-			target(join(path, "destination"), d.Destination)
-		}
-		k.atLeast(join(path, "cached_revisions_count"), d.CachedRevisionsCount.Get(), 1)
-		if d.Verify != nil {
-			k.policy(join(path, "verify"), d.Verify)
-		}
-	}
+	k.resources(targets)
+	k.dynamicResources(targets)
 
-	names = map[string]string{}
+	names := map[string]string{}
 	for i := range s.InitContainers {
 		ic := &s.InitContainers[i]
 		path := index("init_containers", i)
@@ -156,6 +104,71 @@ func (k *checker) check() {
 		}
 	}
 	k.dependencies()
+}
+
+// target records that the field at path puts a resource at p; two fields may not
+// (targets: absolute path -> field path).
+func (k *checker) target(targets map[string]string, path, p string) {
+	abs := k.s.WorkDir(p)
+	if first, dup := targets[abs]; dup {
+		k.c.addf(path, "%s is also the target of %s", abs, first)
+		return
+	}
+	targets[abs] = path
+}
+
+// resources checks the static resources.
+func (k *checker) resources(targets map[string]string) {
+	names := map[string]string{}
+	for i := range k.s.Resources {
+		r := &k.s.Resources[i]
+		path := index("resources", i)
+		if k.name(join(path, "name"), r.Name, "resource", names) {
+			if r.Name == "." || r.Name == ".." {
+				k.c.addf(join(path, "name"), "must be a file name, got %q", r.Name)
+			} else {
+				k.target(targets, join(path, "name"), r.Name)
+			}
+		}
+		k.urls(join(path, "urls"), r.URLs)
+		k.checksum(join(path, "checksum"), r.Checksum)
+		if !checkPeriodRe().MatchString(r.CheckPeriod) {
+			k.c.addf(join(path, "check_period"), "must look like 0d1h0m (<days>d<hours>h<minutes>m), got %q", r.CheckPeriod)
+		}
+	}
+}
+
+// dynamicResources checks the dynamic resources: storage_dir and destination are
+// each one resource's.
+func (k *checker) dynamicResources(targets map[string]string) {
+	names := map[string]string{}
+	storages := map[string]string{}
+	for i := range k.s.DynamicResources {
+		d := &k.s.DynamicResources[i]
+		path := index("dynamic_resources", i)
+		k.name(join(path, "name"), d.Name, "dynamic resource", names)
+		if d.Revision < 0 {
+			k.c.addf(join(path, "revision"), "must not be negative, got %d", d.Revision)
+		}
+		k.urls(join(path, "urls"), d.URLs)
+		k.checksum(join(path, "checksum"), d.Checksum)
+		if d.StorageDir == "" {
+			k.c.addf(join(path, "storage_dir"), "must be set")
+		} else if abs := k.s.WorkDir(d.StorageDir); storages[abs] != "" {
+			k.c.addf(join(path, "storage_dir"), "%s is also the storage_dir of %s", abs, storages[abs])
+		} else {
+			storages[abs] = path
+		}
+		if d.Destination == "" {
+			k.c.addf(join(path, "destination"), "must be set")
+		} else {
+			k.target(targets, join(path, "destination"), d.Destination)
+		}
+		k.atLeast(join(path, "cached_revisions_count"), d.CachedRevisionsCount.Get(), 1)
+		if d.Verify != nil {
+			k.policy(join(path, "verify"), d.Verify)
+		}
+	}
 }
 
 func (k *checker) container(path string, c *Container, names map[string]string) {
