@@ -182,19 +182,7 @@ func (k *checker) container(path string, c *Container, names map[string]string) 
 		k.timeLimit(join(p, "time_limit"), c.Init[i].TimeLimit)
 	}
 
-	rp, rpPath := c.RestartPolicy, join(path, "restart_policy")
-	k.nonNegative(join(rpPath, "min_period_ms"), rp.MinPeriodMs)
-	if k.nonNegative(join(rpPath, "max_period_ms"), rp.MaxPeriodMs) && rp.MaxPeriodMs.Get() < rp.MinPeriodMs.Get() {
-		k.c.addf(join(rpPath, "max_period_ms"), "must be at least min_period_ms (%d), got %d", rp.MinPeriodMs.Get(), rp.MaxPeriodMs.Get())
-	}
-	k.backoff(join(rpPath, "backoff"), rp.Backoff.Get())
-	k.nonNegative(join(rpPath, "max_jitter_ms"), rp.MaxJitterMs)
-	k.nonNegative(join(rpPath, "stable_after_ms"), rp.StableAfterMs)
-	k.oneOf(join(rpPath, "mode"), rp.Mode, ModeAlways, ModeOnFailure, ModeNever)
-	if rp.MaxFailures.Get() < 0 {
-		k.c.addf(join(rpPath, "max_failures"), "must not be negative (0: unlimited), got %d", rp.MaxFailures.Get())
-	}
-	k.oneOf(join(rpPath, "on_give_up"), rp.OnGiveUp, GiveUpStop, GiveUpShutdown)
+	k.restartPolicy(join(path, "restart_policy"), c.RestartPolicy)
 	k.nonNegative(join(path, "max_run_ms"), c.MaxRunMs)
 
 	for _, probe := range []struct {
@@ -242,6 +230,22 @@ func (k *checker) container(path string, c *Container, names map[string]string) 
 	}
 }
 
+// restartPolicy checks a container's restart_policy.
+func (k *checker) restartPolicy(path string, rp *RestartPolicy) {
+	k.nonNegative(join(path, "min_period_ms"), rp.MinPeriodMs)
+	if k.nonNegative(join(path, "max_period_ms"), rp.MaxPeriodMs) && rp.MaxPeriodMs.Get() < rp.MinPeriodMs.Get() {
+		k.c.addf(join(path, "max_period_ms"), "must be at least min_period_ms (%d), got %d", rp.MinPeriodMs.Get(), rp.MaxPeriodMs.Get())
+	}
+	k.backoff(join(path, "backoff"), rp.Backoff.Get())
+	k.nonNegative(join(path, "max_jitter_ms"), rp.MaxJitterMs)
+	k.nonNegative(join(path, "stable_after_ms"), rp.StableAfterMs)
+	k.oneOf(join(path, "mode"), rp.Mode, ModeAlways, ModeOnFailure, ModeNever)
+	if rp.MaxFailures.Get() < 0 {
+		k.c.addf(join(path, "max_failures"), "must not be negative (0: unlimited), got %d", rp.MaxFailures.Get())
+	}
+	k.oneOf(join(path, "on_give_up"), rp.OnGiveUp, GiveUpStop, GiveUpShutdown)
+}
+
 // policy checks a destroy policy, notify action or verify: http_get or exec.
 func (k *checker) policy(path string, p *Policy) {
 	k.handler(path, &p.Handler, true, kindHTTP, kindExec)
@@ -284,6 +288,11 @@ func (k *checker) handler(path string, h *Handler, required bool, allowed ...str
 		k.c.addf(path, "needs one of %s", orList(allowed))
 		return
 	}
+	k.handlerFields(path, h)
+}
+
+// handlerFields substitutes and checks the fields of h's one kind.
+func (k *checker) handlerFields(path string, h *Handler) {
 	if g := h.HTTPGet; g != nil {
 		k.oneOf(join(path, "http_get.scheme"), g.Scheme, SchemeHTTP, SchemeHTTPS)
 		k.port(join(path, "http_get.port"), &g.Port)
