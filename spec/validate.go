@@ -410,6 +410,10 @@ func (k *checker) port(path string, p *string) {
 		k.c.addf(path, "must be set (instance.port is not set)")
 		return
 	}
+	port := k.s.Instance.Port
+	if _, written := k.c.lines[path]; !written && port.IsSet() && (port.Get() < 1 || port.Get() > 65535) {
+		return // taken from instance.port, whose error says what is wrong
+	}
 	if !k.subst(path, p) {
 		return
 	}

@@ -188,6 +188,30 @@ func TestValidationCases(t *testing.T) {
 	}
 }
 
+// A handler port taken from an invalid instance.port is not reported again: the
+// error at instance.port says what is wrong. A port written on the handler still is.
+func TestInvalidInstancePortReportedOnce(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       []string
+	}{
+		{"out of range", `{instance: {port: 0}, containers: [{name: a, command: x, liveness_probe: {http_get: {path: /}}}]}`,
+			[]string{"instance.port: must be a port number 1-65535, got 0"}},
+		{"wrong type", `{instance: {port: [1]}, containers: [{name: a, command: x, liveness_probe: {tcp_socket: {}}}]}`,
+			[]string{"instance.port: must be an integer, got a list"}},
+		{"written on the handler", `{instance: {port: 0}, containers: [{name: a, command: x, liveness_probe: {http_get: {port: 0}}}]}`,
+			[]string{"instance.port: must be a port number 1-65535, got 0",
+				`containers[0].liveness_probe.http_get.port: must be a port number 1-65535, got "0"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := loadErrors(t, tt.body, nil); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
 func TestValidSpecs(t *testing.T) {
 	tests := []struct{ name, body string }{
 		{"no containers (prepare only)", `init_containers: [{name: a, command: "true"}]`},
