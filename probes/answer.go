@@ -32,47 +32,11 @@ func readAnswer(br *bufio.Reader, wantBody bool) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	a := answer{code: code}
-	length := int64(-1)
-	var chunked, closeAsked, keepAlive, untilEOF bool
-	for {
-		line, err := readLine(br, "header line")
-		if err != nil {
-			return answer{}, unexpectedEOF(err)
-		}
-		if len(line) == 0 {
-			break
-		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			return answer{}, malformed("header line " + quoteShort(line))
-		}
-		value = bytes.TrimSpace(value)
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			n, ok := parseLength(value)
-			if !ok || (length >= 0 && n != length) {
-				return answer{}, malformed("Content-Length " + quoteShort(value))
-			}
-			length = n
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			// The last coding decides the framing; anything but chunked ends
-			// with the connection.
-			last := value
-			if i := bytes.LastIndexByte(value, ','); i >= 0 {
-				last = bytes.TrimSpace(value[i+1:])
-			}
-			chunked = bytes.EqualFold(last, []byte("chunked"))
-			untilEOF = !chunked && !bytes.EqualFold(last, []byte("identity"))
-		case bytes.EqualFold(name, []byte("Connection")):
-			for _, token := range bytes.Split(value, []byte(",")) {
-				token = bytes.TrimSpace(token)
-				closeAsked = closeAsked || bytes.EqualFold(token, []byte("close"))
-				keepAlive = keepAlive || bytes.EqualFold(token, []byte("keep-alive"))
-			}
-		}
+	f, err := readFraming(br)
+	if err != nil {
+		return answer{}, err
 	}
-	a.reuse = !closeAsked && (!http10 || keepAlive)
+	a := answer{code: code, reuse: !f.closeAsked && (!http10 || f.keepAlive)}
 
 	switch {
 	case code < 200:
@@ -81,29 +45,79 @@ func readAnswer(br *bufio.Reader, wantBody bool) (answer, error) {
 		return a, nil
 	case code == 204 || code == 304:
 		return a, nil // no body, whatever the headers say
-	case chunked:
+	case f.chunked:
 		if _, err = a.readBody(httputil.NewChunkedReader(br), wantBody); err == nil && a.reuse {
 			err = skipTrailers(br)
 		}
-	case untilEOF || length < 0:
+	case f.untilEOF || f.length < 0:
 		// The body ends when the server closes the connection: read it only when
 		// it matters (a server that forgets to close does not fail a status check).
 		a.reuse = false
 		if wantBody {
 			_, err = a.readBody(br, true)
 		}
-	case length > MaxBody:
+	case f.length > MaxBody:
 		a.reuse = false // not worth reading through: the connection is closed instead
 		if wantBody {
-			_, err = a.readBody(io.LimitReader(br, length), true)
+			_, err = a.readBody(io.LimitReader(br, f.length), true)
 		}
 	default:
 		var n int64
-		if n, err = a.readBody(io.LimitReader(br, length), wantBody); err == nil && n < length {
+		if n, err = a.readBody(io.LimitReader(br, f.length), wantBody); err == nil && n < f.length {
 			err = io.ErrUnexpectedEOF
 		}
 	}
 	return a, err
+}
+
+// framing is what the headers say about the body and the connection.
+type framing struct {
+	length                int64 // Content-Length; -1: not given
+	chunked, untilEOF     bool  // Transfer-Encoding: chunked, or another coding (the body ends with the connection)
+	closeAsked, keepAlive bool  // Connection: close, keep-alive
+}
+
+// readFraming reads the header lines up to the empty line; only the three that frame
+// the answer are looked at.
+func readFraming(br *bufio.Reader) (framing, error) {
+	f := framing{length: -1}
+	for {
+		line, err := readLine(br, "header line")
+		if err != nil {
+			return framing{}, unexpectedEOF(err)
+		}
+		if len(line) == 0 {
+			return f, nil
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return framing{}, malformed("header line " + quoteShort(line))
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			n, ok := parseLength(value)
+			if !ok || (f.length >= 0 && n != f.length) {
+				return framing{}, malformed("Content-Length " + quoteShort(value))
+			}
+			f.length = n
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			// The last coding decides the framing; anything but chunked ends
+			// with the connection.
+			last := value
+			if i := bytes.LastIndexByte(value, ','); i >= 0 {
+				last = bytes.TrimSpace(value[i+1:])
+			}
+			f.chunked = bytes.EqualFold(last, []byte("chunked"))
+			f.untilEOF = !f.chunked && !bytes.EqualFold(last, []byte("identity"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			for _, token := range bytes.Split(value, []byte(",")) {
+				token = bytes.TrimSpace(token)
+				f.closeAsked = f.closeAsked || bytes.EqualFold(token, []byte("close"))
+				f.keepAlive = f.keepAlive || bytes.EqualFold(token, []byte("keep-alive"))
+			}
+		}
+	}
 }
 
 // readStatus reads the status line: the code, and whether the answer is HTTP/1.0.
