@@ -136,10 +136,12 @@ func consoleOutput(f *os.File, timestamps bool) *container.Output {
 }
 
 // consoleStyle colours names on a terminal unless NO_COLOR is set
-// (https://no-color.org) or TERM is dumb; never escape codes into a pipe or file.
+// (https://no-color.org) or TERM is dumb, and aligns them there; a pipe or a file gets
+// neither escape codes nor padding: exactly "NAME | line".
 func consoleStyle(f *os.File, timestamps bool) container.Style {
-	color := isTerminal(f) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
-	return container.Style{Color: color, Timestamps: timestamps}
+	terminal := isTerminal(f)
+	color := terminal && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	return container.Style{Color: color, Timestamps: timestamps, Align: terminal}
 }
 
 // newLogger builds tend's own logger: console on a terminal, JSON otherwise. w is

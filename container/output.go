@@ -39,6 +39,10 @@ type Style struct {
 	Color bool
 	// Timestamps puts the time (RFC 3339, milliseconds) before each line.
 	Timestamps bool
+	// Align pads names to the longest (Output.Align): for a terminal, where the
+	// columns line up. A pipe or a file gets exactly "NAME | ", for the tools that
+	// parse it.
+	Align bool
 }
 
 // NewOutput serialises writes to w. An *Output passed as w is returned as is, so that
@@ -53,10 +57,13 @@ func NewOutput(w io.Writer) *Output {
 // NewStyledOutput is NewOutput with st.
 func NewStyledOutput(w io.Writer, st Style) *Output { return &Output{w: w, style: st} }
 
-// Align pads the names of lines to the longest name of a container or init container
-// of s (a longer per-container init label, NAME/init[N], is printed as is). Lines
+// Align pads the names of lines (when the style says so) to the longest name of a
+// container or init container of s (a longer per-container init label, NAME/init[N], is printed as is). Lines
 // written from now on, by every LineWriter, follow.
 func (o *Output) Align(s *spec.Spec) {
+	if !o.style.Align {
+		return
+	}
 	width := 0
 	for _, c := range s.InitContainers {
 		width = max(width, len(c.Name))

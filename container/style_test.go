@@ -35,7 +35,7 @@ func untimed(t *testing.T, s string) string {
 
 func TestOutputAlignPadsNamesOfTheSpec(t *testing.T) {
 	var buf bytes.Buffer
-	out := NewOutput(&buf)
+	out := NewStyledOutput(&buf, Style{Align: true})
 	out.Align(&spec.Spec{
 		InitContainers: []spec.InitContainer{{Name: "setup"}},
 		Containers:     []spec.Container{{Name: "web"}, {Name: "worker-1"}},
@@ -56,6 +56,17 @@ func TestOutputAlignPadsNamesOfTheSpec(t *testing.T) {
 	w.Write([]byte("b\n"))
 	if want := "web      | a\nweb | b\n"; buf.String() != want {
 		t.Fatalf("after a new alignment: %q, want %q", buf.String(), want)
+	}
+}
+
+// Without Style.Align (a pipe, a file) every line is exactly "NAME | line".
+func TestOutputAlignOnlyForATerminal(t *testing.T) {
+	var buf bytes.Buffer
+	out := NewOutput(&buf)
+	out.Align(&spec.Spec{Containers: []spec.Container{{Name: "web"}, {Name: "worker-1"}}})
+	NewLineWriter("web", out, nil).Write([]byte("x\n"))
+	if want := "web | x\n"; buf.String() != want {
+		t.Fatalf("got %q, want %q", buf.String(), want)
 	}
 }
 

@@ -197,7 +197,7 @@ func (c *conv) podCheck(y node, path string) *spec.Probe {
 		case "tcp_check":
 			pr.TCPSocket, pr.TimeLimit = c.podTCP(f.val, path)
 		case "http_get":
-			pr.HTTPGet, pr.TimeLimit = c.podHTTP(f.val, path)
+			pr.HTTPGet, pr.TimeLimit = c.podHTTP(f.val, path, true)
 		case "failure_threshold", "success_threshold":
 			if v, ok := c.integer(f.val); ok {
 				c.from(path+"."+f.key, f.val.src())
@@ -252,12 +252,17 @@ func (c *conv) podTCP(y node, path string) (*spec.TCPSocket, *spec.TimeLimit) {
 	return t, tl
 }
 
-func (c *conv) podHTTP(y node, path string) (*spec.HTTPGet, *spec.TimeLimit) {
+func (c *conv) podHTTP(y node, path string, probe bool) (*spec.HTTPGet, *spec.TimeLimit) {
 	h := &spec.HTTPGet{}
 	var tl *spec.TimeLimit
 	hp := path + ".http_get"
-	// pod_agent counts only 2xx as success (pod_agent's THttpGet).
-	c.approx(hp, y.src(), "pod_agent accepts only 2xx; tend accepts 200-399 (redirects are not followed)")
+	// pod_agent counts only 2xx as success (pod_agent's THttpGet); so do tend's stop
+	// and destroy handlers, its probes 200-399.
+	if probe {
+		c.approx(hp, y.src(), "pod_agent accepts only 2xx; a tend probe accepts 200-399 (redirects are not followed)")
+	} else {
+		c.from(hp, y.src())
+	}
 	for _, f := range c.fields(y) {
 		src := f.val.src()
 		switch f.key {
@@ -299,7 +304,7 @@ func (c *conv) podStop(y node, path string) *spec.StopPolicy {
 		case "container":
 			sp.Exec, sp.TimeLimit = c.podContainer(f.val, path)
 		case "http_get":
-			sp.HTTPGet, sp.TimeLimit = c.podHTTP(f.val, path)
+			sp.HTTPGet, sp.TimeLimit = c.podHTTP(f.val, path, false)
 		case "unix_signal":
 			sp.UnixSignal = &spec.UnixSignal{}
 			c.from(path+".unix_signal", f.val.src())
@@ -337,7 +342,7 @@ func (c *conv) podDestroy(y node, path string) *spec.Policy {
 		case "container":
 			dp.Exec, dp.TimeLimit = c.podContainer(f.val, path)
 		case "http_get":
-			dp.HTTPGet, dp.TimeLimit = c.podHTTP(f.val, path)
+			dp.HTTPGet, dp.TimeLimit = c.podHTTP(f.val, path, false)
 		case "max_tries":
 			if v, ok := c.integer(f.val); ok {
 				dp.MaxTries = spec.Some(int(v))

@@ -205,7 +205,7 @@ func parseLength(v []byte) (int64, bool) {
 // describe turns an answer into a check's detail: "" when it passes.
 func (h httpJudge) describe(a answer) string {
 	switch {
-	case a.code < 200 || a.code > 399:
+	case a.code < 200 || a.code > h.maxOK:
 		return fmt.Sprintf("HTTP %d", a.code)
 	case !h.wantBody:
 		return ""
@@ -221,4 +221,5 @@ func (h httpJudge) describe(a answer) string {
 type httpJudge struct {
 	wantBody bool   // expected_answer is set and any is not
 	expected string // expected_answer
+	maxOK    int    // the highest status that passes: 399 for a probe, 299 for an action
 }

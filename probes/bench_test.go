@@ -96,7 +96,7 @@ func BenchmarkHTTPKeptCheck(b *testing.B) {
 	b.ReportAllocs()
 	defer cpuPerOp(b)()
 	for b.Loop() {
-		if r := check(context.Background(), h, Target{}, time.Second, &kept); !r.OK {
+		if r := check(context.Background(), h, Target{}, time.Second, &kept, probeCheck); !r.OK {
 			b.Fatal(r.Detail)
 		}
 	}
@@ -114,7 +114,7 @@ func BenchmarkHTTPSKeptCheck(b *testing.B) {
 	b.ReportAllocs()
 	defer cpuPerOp(b)()
 	for b.Loop() {
-		if r := check(context.Background(), h, Target{}, time.Second, &kept); !r.OK {
+		if r := check(context.Background(), h, Target{}, time.Second, &kept, probeCheck); !r.OK {
 			b.Fatal(r.Detail)
 		}
 	}

@@ -59,20 +59,31 @@ func (c sessionCache) Put(key string, cs *tls.ClientSessionState) {
 	tlsSessions.Put(c.hostPort+" "+key, cs)
 }
 
-// Check runs handler h once, bounded by timeout (0: none): http_get, tcp_socket or
-// exec. unix_signal is not a check and is handled by the container. An HTTP check
-// made through Check uses a connection of its own and closes it.
+// Check runs the handler of an action once (a stop, destroy or notify handler, a
+// verify), bounded by timeout (0: none): http_get, tcp_socket or exec. unix_signal is
+// not a check and is handled by the container. An HTTP check made through Check uses
+// a connection of its own and closes it, and passes on 2xx only.
 func Check(ctx context.Context, h spec.Handler, t Target, timeout time.Duration) Result {
-	return check(ctx, h, t, timeout, nil)
+	return check(ctx, h, t, timeout, nil, actionCheck)
 }
 
-// check is Check with the connection a probe keeps between checks (nil: none).
-func check(ctx context.Context, h spec.Handler, t Target, timeout time.Duration, keep *session) Result {
+// checkKind tells which HTTP answers pass. A probe asks whether the server is up:
+// any answer in 200–399, a redirect included. An action asks the server to do
+// something, which a redirect (never followed) did not: 2xx only.
+type checkKind int
+
+const (
+	probeCheck checkKind = iota
+	actionCheck
+)
+
+// check runs h once; keep is the connection a probe keeps between checks (nil: none).
+func check(ctx context.Context, h spec.Handler, t Target, timeout time.Duration, keep *session, kind checkKind) Result {
 	start := time.Now()
 	var detail string
 	switch {
 	case h.HTTPGet != nil:
-		detail = checkHTTP(ctx, *h.HTTPGet, timeout, keep)
+		detail = checkHTTP(ctx, *h.HTTPGet, timeout, keep, kind)
 	case h.TCPSocket != nil:
 		detail = checkTCP(ctx, *h.TCPSocket, timeout)
 	case h.Exec != nil:
@@ -130,13 +141,13 @@ const (
 
 // checkHTTP returns "" on success, else why it failed. It speaks HTTP/1.1 by hand,
 // over TLS for scheme https (no net/http Client: no transport goroutines, no pool),
-// and parses the answer with readAnswer. Redirects are answers in 200–399, never followed: a probe
-// checks this server. With keep (a probe's checks) the connection is kept for the
+// and parses the answer with readAnswer. Redirects are never followed: a probe checks
+// this server (and passes on 200–399), an action asks it (2xx). With keep (a probe's checks) the connection is kept for the
 // next check, like pebble's and process-compose's probes and unlike kubelet's: a
 // third of the CPU of a new connection per check. A kept connection the server has
 // closed meanwhile is replaced at once, so it never fails a check; one is never
 // kept longer than maxConnAge.
-func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep *session) string {
+func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep *session, kind checkKind) string {
 	var req httpRequest
 	if keep != nil && keep.req.text != "" && sameHTTPGet(keep.req.handler, h) {
 		req = keep.req // the same handler every check: built once per probe
@@ -155,7 +166,7 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep 
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
-	x := exchange{ctx: ctx, h: h, request: req.text, deadline: deadline, timeout: timeout, hostPort: hostPort, keep: keep != nil}
+	x := exchange{ctx: ctx, h: h, request: req.text, deadline: deadline, timeout: timeout, hostPort: hostPort, keep: keep != nil, kind: kind}
 
 	if keep != nil && keep.conn != nil {
 		if time.Since(keep.opened) < maxConnAge {
@@ -287,6 +298,7 @@ type exchange struct {
 	timeout  time.Duration
 	hostPort string
 	keep     bool // the connection may be kept: the answer must be read whole
+	kind     checkKind
 }
 
 // run sends the request over conn and judges the answer. reused says conn was kept
@@ -324,7 +336,10 @@ func (x *exchange) run(conn net.Conn, reused bool) (string, outcome) {
 			return fail(err)
 		}
 	}
-	judge := httpJudge{wantBody: !x.h.Any && x.h.ExpectedAnswer != "", expected: x.h.ExpectedAnswer}
+	judge := httpJudge{wantBody: !x.h.Any && x.h.ExpectedAnswer != "", expected: x.h.ExpectedAnswer, maxOK: 399}
+	if x.kind == actionCheck {
+		judge.maxOK = 299
+	}
 	var a answer
 	var err error
 	if !x.keep && !judge.wantBody {

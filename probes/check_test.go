@@ -86,7 +86,7 @@ func TestHTTPCheck(t *testing.T) {
 			t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
 				h := httpGet(t, server, tt.path)
 				h.ExpectedAnswer, h.Any = tt.expected, tt.any
-				got := check(context.Background(), spec.Handler{HTTPGet: h}, Target{}, time.Second, mode.keep)
+				got := check(context.Background(), spec.Handler{HTTPGet: h}, Target{}, time.Second, mode.keep, probeCheck)
 				if got.OK != tt.ok || got.Detail != tt.detail {
 					t.Errorf("check = {OK: %v, Detail: %q}, want {OK: %v, Detail: %q}", got.OK, got.Detail, tt.ok, tt.detail)
 				}
@@ -98,6 +98,36 @@ func TestHTTPCheck(t *testing.T) {
 	}
 	if n := redirectTargetHits.Load(); n != 0 {
 		t.Errorf("the redirect target was requested %d times: redirects must not be followed", n)
+	}
+}
+
+// An action's HTTP check (Check: stop, destroy and notify handlers, verify) passes on
+// 2xx only: a redirect, never followed, did not do what was asked. A probe's passes
+// on 200–399.
+func TestHTTPActionPassesOn2xxOnly(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/created", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })
+	mux.HandleFunc("/empty", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/created", http.StatusFound) })
+	mux.HandleFunc("/multiple", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusMultipleChoices) })
+	server := httptest.NewServer(mux)
+	defer server.Close()
+	for _, tt := range []struct {
+		path          string
+		action, probe string // the Detail of each: "" passes
+	}{
+		{"/created", "", ""},
+		{"/empty", "", ""},
+		{"/redirect", "HTTP 302", ""},
+		{"/multiple", "HTTP 300", ""},
+	} {
+		h := spec.Handler{HTTPGet: httpGet(t, server, tt.path)}
+		if got := Check(context.Background(), h, Target{}, time.Second); got.Detail != tt.action || got.OK != (tt.action == "") {
+			t.Errorf("action %s: %+v, want detail %q", tt.path, got, tt.action)
+		}
+		if got := check(context.Background(), h, Target{}, time.Second, nil, probeCheck); got.Detail != tt.probe || got.OK != (tt.probe == "") {
+			t.Errorf("probe %s: %+v, want detail %q", tt.path, got, tt.probe)
+		}
 	}
 }
 

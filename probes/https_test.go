@@ -84,7 +84,7 @@ func TestHTTPSCheck(t *testing.T) {
 			h := spec.Handler{HTTPGet: g}
 			var kept session
 			defer kept.close()
-			for _, r := range []Result{Check(context.Background(), h, Target{}, 2*time.Second), check(context.Background(), h, Target{}, 2*time.Second, &kept)} {
+			for _, r := range []Result{check(context.Background(), h, Target{}, 2*time.Second, nil, probeCheck), check(context.Background(), h, Target{}, 2*time.Second, &kept, probeCheck)} {
 				if r.Detail != tc.want || r.OK != (tc.want == "") {
 					t.Errorf("check = %+v, want detail %q", r, tc.want)
 				}
@@ -101,7 +101,7 @@ func TestHTTPSKeptConnectionIsReused(t *testing.T) {
 	var kept session
 	defer kept.close()
 	for i := range 10 {
-		if r := check(context.Background(), h, Target{}, 2*time.Second, &kept); !r.OK {
+		if r := check(context.Background(), h, Target{}, 2*time.Second, &kept, probeCheck); !r.OK {
 			t.Fatalf("check %d: %s", i, r.Detail)
 		}
 	}
@@ -126,7 +126,7 @@ func TestHTTPSConnectionClosedByServerIsReplaced(t *testing.T) {
 	var kept session
 	defer kept.close()
 	for i := range 4 {
-		if r := check(context.Background(), h, Target{}, 2*time.Second, &kept); !r.OK {
+		if r := check(context.Background(), h, Target{}, 2*time.Second, &kept, probeCheck); !r.OK {
 			t.Fatalf("check %d failed (%s): a kept TLS connection the server closed must be replaced", i, r.Detail)
 		}
 		server.CloseClientConnections() // idle: the next check finds it closed
@@ -160,9 +160,9 @@ func TestHTTPHeadersAreSent(t *testing.T) {
 		h := spec.Handler{HTTPGet: tc.g}
 		var kept session
 		for i, r := range []Result{
-			check(context.Background(), h, Target{}, 2*time.Second, &kept),
-			check(context.Background(), h, Target{}, 2*time.Second, &kept), // the request built once, sent again
-			Check(context.Background(), h, Target{}, 2*time.Second),        // a handler's one-off request
+			check(context.Background(), h, Target{}, 2*time.Second, &kept, probeCheck),
+			check(context.Background(), h, Target{}, 2*time.Second, &kept, probeCheck), // the request built once, sent again
+			Check(context.Background(), h, Target{}, 2*time.Second),                    // a handler's one-off request
 		} {
 			if !r.OK {
 				t.Fatalf("%s check %d: %s", tc.name, i, r.Detail)
@@ -213,7 +213,7 @@ func TestHTTPSHandshakeFailure(t *testing.T) {
 	var kept session
 	defer kept.close()
 	start := time.Now()
-	r = check(context.Background(), spec.Handler{HTTPGet: g}, Target{}, 200*time.Millisecond, &kept)
+	r = check(context.Background(), spec.Handler{HTTPGet: g}, Target{}, 200*time.Millisecond, &kept, probeCheck)
 	if r.OK || r.Detail != "timed out after 200ms" || time.Since(start) > 5*time.Second {
 		t.Errorf("https to a silent server = %+v after %v, want a timeout after 200ms", r, time.Since(start))
 	}

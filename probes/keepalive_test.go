@@ -53,7 +53,7 @@ func TestKeptConnectionIsReused(t *testing.T) {
 	var kept session
 	defer kept.close()
 	for i := range 10 {
-		if r := check(context.Background(), h, Target{}, time.Second, &kept); !r.OK {
+		if r := check(context.Background(), h, Target{}, time.Second, &kept, probeCheck); !r.OK {
 			t.Fatalf("check %d: %s", i, r.Detail)
 		}
 	}
@@ -78,7 +78,7 @@ func TestConnectionCloseHeaderIsHonoured(t *testing.T) {
 	var kept session
 	defer kept.close()
 	for i := range 5 {
-		if r := check(context.Background(), h, Target{}, time.Second, &kept); !r.OK {
+		if r := check(context.Background(), h, Target{}, time.Second, &kept, probeCheck); !r.OK {
 			t.Fatalf("check %d: %s", i, r.Detail)
 		}
 	}
@@ -141,7 +141,7 @@ func TestConnectionClosedByServerIsReplaced(t *testing.T) {
 	defer kept.close()
 	waited := 0
 	for i := range 10 {
-		r := check(context.Background(), h, Target{}, time.Second, &kept)
+		r := check(context.Background(), h, Target{}, time.Second, &kept, probeCheck)
 		if !r.OK {
 			t.Fatalf("check %d failed (%s): a kept connection the server closed must be replaced, not fail the check", i, r.Detail)
 		}
@@ -167,11 +167,11 @@ func TestStuckAcceptLoopFailsWithinMaxConnAge(t *testing.T) {
 	var kept session
 	defer kept.close()
 	start := time.Now()
-	if r := check(context.Background(), h, Target{}, 100*time.Millisecond, &kept); !r.OK {
+	if r := check(context.Background(), h, Target{}, 100*time.Millisecond, &kept, probeCheck); !r.OK {
 		t.Fatalf("first check: %s", r.Detail)
 	}
 	for {
-		r := check(context.Background(), h, Target{}, 100*time.Millisecond, &kept)
+		r := check(context.Background(), h, Target{}, 100*time.Millisecond, &kept, probeCheck)
 		if !r.OK {
 			if !strings.HasPrefix(r.Detail, "timed out after") {
 				t.Errorf("Detail = %q, want a timeout", r.Detail)
@@ -252,7 +252,7 @@ func TestUnaskedAnswerOnIdleConnectionIsNotTheCheck(t *testing.T) {
 	var kept session
 	defer kept.close()
 	for i := range 3 {
-		if r := check(context.Background(), h, Target{}, time.Second, &kept); !r.OK {
+		if r := check(context.Background(), h, Target{}, time.Second, &kept, probeCheck); !r.OK {
 			t.Fatalf("check %d failed (%s): an unasked answer on a kept connection was taken for the check's", i, r.Detail)
 		}
 		if i < 2 {

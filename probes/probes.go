@@ -183,7 +183,7 @@ func (s *schedule) tick() {
 	s.checking = true
 	s.mu.Unlock()
 
-	result := check(s.ctx, s.handler, s.target, s.limit.MaxExecution, &s.conn)
+	result := check(s.ctx, s.handler, s.target, s.limit.MaxExecution, &s.conn, probeCheck)
 	// A check cancelled midway says nothing about the target: not counted, not sent.
 	if s.ctx.Err() == nil {
 		s.metrics.record(result)

@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,11 +14,11 @@ import (
 // timeRE is the time tend puts before child lines: RFC 3339 with milliseconds.
 const timeRE = `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d)`
 
-// Child lines on the console: names padded to the longest container or init
-// container name, no escape codes into a pipe, the time first with TEND_TIMESTAMPS;
+// Child lines on the console: into a pipe exactly "NAME | line" (no padding, no
+// escape codes; the terminal's are TestConsoleAlignedOnATerminal), the time first with TEND_TIMESTAMPS;
 // on stderr tend's JSON log lines and the children's lines each keep lines of their
 // own. log.file lines always carry the time and the stream.
-func TestConsoleLinesAlignedAndTimestamped(t *testing.T) {
+func TestConsoleLinesTimestamped(t *testing.T) {
 	tp := start(t, `
 init_containers:
   - name: prep
@@ -34,8 +35,8 @@ containers:
 	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "b.done"))
 	waitFor(t, 5*time.Second, "the last lines of a and longer-name", func() (bool, string) {
 		out := tp.stdout.String()
-		return strings.Contains(out, "a           | out 10\n") && strings.Contains(out, "longer-name | hello\n") &&
-			strings.Contains(tp.stderr.String(), "a           | err 10\n"), out
+		return strings.Contains(out, " a | out 10\n") && strings.Contains(out, " longer-name | hello\n") &&
+			strings.Contains(tp.stderr.String(), " a | err 10\n"), out
 	})
 	termAndWait(t, tp, 20*time.Second)
 
@@ -43,13 +44,13 @@ containers:
 	if strings.Contains(out, "\x1b") || strings.Contains(tp.stderr.String(), "\x1b") {
 		t.Errorf("escape codes into a pipe:\n%q", out)
 	}
-	child := regexp.MustCompile(`^` + timeRE + ` (prep {7}|a {10}|longer-name|longer-name/init\[0\]) \| `)
+	child := regexp.MustCompile(`^` + timeRE + ` (prep|a|longer-name|longer-name/init\[0\]) \| `)
 	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		if !child.MatchString(l) {
-			t.Errorf("stdout line %q is not a timestamped, aligned child line", l)
+			t.Errorf("stdout line %q is not a timestamped child line", l)
 		}
 	}
-	for _, want := range []string{"prep        | prepared\n", "longer-name/init[0] | from init\n"} {
+	for _, want := range []string{" prep | prepared\n", " longer-name/init[0] | from init\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q", want)
 		}
@@ -78,6 +79,45 @@ containers:
 	}
 	if len(got) != 20 {
 		t.Errorf("%d lines in log.file, want 20", len(got))
+	}
+}
+
+// On a terminal the names are padded to the longest container or init container
+// name and coloured, one colour per name (TERM set, NO_COLOR unset).
+func TestConsoleAlignedOnATerminal(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("no script(1) to give tend a terminal")
+	}
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(spec, []byte(`
+init_containers:
+  - name: prep
+    command: ["echo", "prepared"]
+containers:
+  - name: a
+    command: ["echo", "hello"]
+    restart_policy: {mode: never}
+  - name: longer-name
+    command: ["echo", "hi"]
+    restart_policy: {mode: never}
+`), 0o644)
+	cmd := exec.Command("script", "-qec", tendBin+" run --log-level warn --listen unix:"+filepath.Join(dir, "tend.sock")+" "+spec, "/dev/null")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TERM=xterm", "NO_COLOR=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tend on a terminal: %v\n%s", err, out)
+	}
+	text := strings.ReplaceAll(string(out), "\r\n", "\n")
+	if !strings.Contains(text, "\x1b[") {
+		t.Errorf("no colour on a terminal:\n%q", text)
+	}
+	plain := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(text, "")
+	for _, want := range []string{"prep        | prepared\n", "a           | hello\n", "longer-name | hi\n"} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("terminal output lacks %q:\n%s", want, plain)
+		}
 	}
 }
 

@@ -12,12 +12,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -877,5 +879,37 @@ containers:
 	tl := readEvents(t, tp.dir)
 	if wTerm := tl.one(t, "w", "term"); wTerm.Before(tl.one(t, "z2", "handler-end")) {
 		t.Errorf("w got SIGTERM before z2's stop handler ended; events:\n%s", tl)
+	}
+}
+
+// A stop handler's http_get succeeds on 2xx only: a redirect (never followed) did not
+// stop anything, so the next try comes, and then SIGTERM.
+func TestStopHTTPGetRedirectIsAFailedTry(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Redirect(w, r, "/elsewhere", http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	tp := start(t, fmt.Sprintf(`
+containers:
+  - name: web
+    command: ["sleep", "600"]
+    stop_policy:
+      http_get: {host: 127.0.0.1, port: %d, path: /stop}
+      max_tries: 2
+      time_limit: {min_restart_period_ms: 100, max_restart_period_ms: 100}
+      term_timeout_ms: 5000
+`, port))
+	tp.waitStatus(10*time.Second, "web running", func(d status.Document) bool {
+		return containerStatus(d, "web").State == status.Running
+	})
+	termAndWait(t, tp, 15*time.Second)
+	if n := hits.Load(); n != 2 {
+		t.Errorf("the stop handler was tried %d times, want 2 (a 302 is a failed try)", n)
+	}
+	if steps := stepsOf(t, tp, "web"); !steps.has("term") {
+		t.Errorf("logged stop steps %v, want term after the failed tries", steps.names())
 	}
 }
