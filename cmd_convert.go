@@ -47,6 +47,12 @@ func convertCommand() *cli.Command {
 				return convertFailure(path, err)
 			}
 			if res.Format == convert.Tend {
+				// Nothing to convert: a valid tend spec is printed as it is; anything
+				// else (no format's shape, or an invalid spec) is input convert
+				// cannot convert, with validate's errors.
+				if _, err := loadSpecAs(path, nil, c.String("from"), nil); err != nil {
+					return specFailure(path, err)
+				}
 				fmt.Fprintf(os.Stderr, "%s: already a tend spec\n", path)
 				_, err := os.Stdout.Write(data)
 				return err

@@ -339,3 +339,35 @@ func TestProcfileExampleRunsAndReloads(t *testing.T) {
 	})
 	termAndWait(t, tp, 30*time.Second)
 }
+
+// tend convert of a tend spec prints it as it is; a file in no format's shape, or an
+// invalid tend spec, is input it cannot convert: exit 2 with validate's error, nothing
+// on stdout.
+func TestConvertTendSpecAndGarbage(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"ok.yaml":     "containers: [{name: a, command: x}]\n",
+		"text.txt":    "just some text\n",
+		"ini.conf":    "[supervisord]\nnodaemon=true\n",
+		"invalid.yml": "containers: [{name: a, command: x}]\nbogus: 1\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, code := runCLI(t, dir, "convert", "ok.yaml")
+	if code != 0 || out != files["ok.yaml"] || !strings.Contains(errOut, "ok.yaml: already a tend spec") {
+		t.Errorf("convert ok.yaml: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for name, want := range map[string]string{
+		"text.txt":    "not a tend spec, nor pod_agent",
+		"ini.conf":    "ini.conf",
+		"invalid.yml": "bogus: unknown field",
+	} {
+		out, errOut, code := runCLI(t, dir, "convert", name)
+		if code != 2 || out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("convert %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", name, code, out, errOut, want)
+		}
+	}
+}
