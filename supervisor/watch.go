@@ -12,7 +12,7 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-// The spec file's directory is watched, not the file: an editor writes a new file
+// The spec file's directory is watched (and the one its symlinks lead to), not the file: an editor writes a new file
 // and renames it over the old one, and a Kubernetes ConfigMap volume swaps its
 // "..data" symlink to a new directory; neither changes the file a watch on it
 // would hold. IN_MODIFY is left out: a log file written in the same directory
@@ -44,6 +44,7 @@ func (sv *Supervisor) watchSpec(ctx context.Context, path string) (func(), error
 		unix.Close(fd)
 		return nil, fmt.Errorf("--watch: watch %s: %w", dir, err)
 	}
+	watchTarget(fd, path)
 	// A non-blocking descriptor goes to Go's poller: Read parks the goroutine
 	// instead of a thread, and Close wakes it.
 	f := os.NewFile(uintptr(fd), "inotify")
@@ -65,15 +66,35 @@ func (sv *Supervisor) watchSpec(ctx context.Context, path string) (func(), error
 	sv.mu.Lock()
 	last := sv.revision
 	sv.mu.Unlock()
-	go sv.watchLoop(ctx, path, last, events)
+	// Through the *os.File once it owns the descriptor: after Close its number may
+	// be another file's.
+	rewatch := func() {
+		if rc, err := f.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { watchTarget(int(fd), path) })
+		}
+	}
+	go sv.watchLoop(ctx, path, last, events, rewatch)
 	sv.log.Info().Str("dir", dir).Msg("watching the spec file for changes")
 	return func() { f.Close() }, nil
+}
+
+// watchTarget also watches the directory the spec's symlinks lead to, when that is
+// another one: a spec that is a symlink to a file edited in its own directory (or
+// replaced there by an editor's rename) changes without an event in the spec's
+// directory. Adding a directory watched already changes nothing; one that went away
+// drops its watch by itself.
+func watchTarget(fd int, path string) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil || filepath.Dir(real) == filepath.Dir(path) {
+		return
+	}
+	_, _ = unix.InotifyAddWatch(fd, filepath.Dir(real), watchMask)
 }
 
 // watchLoop waits for each burst of events to settle, then asks for a reload when
 // the file's content differs from the last seen. An unreadable file counts as a
 // change too, so that the reload shows why in reload_error.
-func (sv *Supervisor) watchLoop(ctx context.Context, path, last string, events <-chan struct{}) {
+func (sv *Supervisor) watchLoop(ctx context.Context, path, last string, events <-chan struct{}, rewatch func()) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -86,6 +107,7 @@ func (sv *Supervisor) watchLoop(ctx context.Context, path, last string, events <
 		if !settle(ctx, events) {
 			return
 		}
+		rewatch() // the symlink may lead elsewhere now
 		seen, err := spec.FileRevision(path)
 		if err != nil {
 			seen = "unreadable: " + err.Error()

@@ -139,3 +139,45 @@ func TestWatch(t *testing.T) {
 	}
 	termAndWait(t, tp, 20*time.Second)
 }
+
+// A spec that is a symlink into another directory reloads when the file there is
+// edited in place or renamed over (the events are in that directory, not the spec's).
+func TestWatchSymlinkIntoAnotherDirectory(t *testing.T) {
+	tp := start(t, "containers: []\n", runOpts{env: []string{"TEND_WATCH=true"}})
+	real := filepath.Join(tp.dir, "real")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(real, "spec.yaml")
+	v1 := "containers:\n  - {name: a, command: sleep 1000}\n"
+	if err := os.WriteFile(target, []byte(v1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(tp.dir, "spec.yaml")
+	if err := os.Symlink("real/spec.yaml", path+".new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil { // an event in the spec's directory
+		t.Fatal(err)
+	}
+	tp.waitStatus(10*time.Second, "v1 through the symlink", func(d status.Document) bool {
+		return d.Revision == revisionOf(v1) && containerStatus(d, "a").State == status.Running
+	})
+
+	// Edited in place in its own directory.
+	v2 := v1 + "  - {name: b, command: sleep 1000}\n"
+	if err := os.WriteFile(target, []byte(v2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tp.waitStatus(10*time.Second, "v2 edited in place", func(d status.Document) bool {
+		return d.Revision == revisionOf(v2) && containerStatus(d, "b").State == status.Running
+	})
+
+	// Renamed over there, as editors and sed -i save.
+	v3 := v1 + "  - {name: c, command: sleep 1000}\n"
+	renameOver(t, target, v3)
+	tp.waitStatus(10*time.Second, "v3 renamed over", func(d status.Document) bool {
+		return d.Revision == revisionOf(v3) && containerStatus(d, "c").State == status.Running
+	})
+	termAndWait(t, tp, 20*time.Second)
+}
