@@ -227,6 +227,13 @@ func (c *Container) Run(ctx context.Context) {
 	l.drainOutput()
 }
 
+// InitialStatus is the status of a container of sc that has not started: waiting
+// (while the instance prepares, or for its depends_on), or stopped when its
+// target_state is removed.
+func InitialStatus(sc *spec.Container, now time.Time) status.Container {
+	return initialStatus(sc, false, now)
+}
+
 func initialStatus(sc *spec.Container, stoppedByRequest bool, now time.Time) status.Container {
 	st := status.Container{
 		Name:             sc.Name,

@@ -103,6 +103,7 @@ type Supervisor struct {
 	ready      status.Condition
 	inits      []status.InitContainer
 	containers []*container.Container
+	waiting    []status.Container // what status shows of the containers while preparing
 	reloadErr  string
 	res        *resourceState // nil until preparing starts; see resources.go
 	logs       *logHub        // the output kept for GET /v1/logs (logs.go)
@@ -128,6 +129,9 @@ func New(s *spec.Spec, opts Options) *Supervisor {
 	}
 	for _, ic := range s.InitContainers {
 		sv.inits = append(sv.inits, status.InitContainer{Name: ic.Name, State: status.Waiting})
+	}
+	for i := range s.Containers {
+		sv.waiting = append(sv.waiting, container.InitialStatus(&s.Containers[i], now))
 	}
 	return sv
 }
@@ -488,6 +492,10 @@ func (sv *Supervisor) updateReady() {
 
 // snapshotsLocked returns every container's status snapshot, in spec order.
 func (sv *Supervisor) snapshotsLocked() []status.Container {
+	if sv.containers == nil && sv.state == status.InstancePreparing {
+		// Not made yet: they wait for the instance (docs/reference.md "The status document").
+		return append([]status.Container{}, sv.waiting...)
+	}
 	out := make([]status.Container, 0, len(sv.containers))
 	for _, c := range sv.containers {
 		out = append(out, c.Status())

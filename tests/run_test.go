@@ -406,7 +406,8 @@ containers:
 }
 
 // While an init container keeps failing, installed says which one, how and when it
-// runs again, and the init container is in backoff between its tries.
+// runs again, the init container is in backoff between its tries, and the
+// containers are listed as waiting.
 func TestFailingInitContainerSaysWhy(t *testing.T) {
 	tp := start(t, `
 init_containers:
@@ -416,10 +417,18 @@ init_containers:
 containers:
   - name: app
     command: ["sleep", "60"]
+  - name: off
+    command: ["sleep", "60"]
+    target_state: removed
 `)
 	doc := tp.waitStatus(10*time.Second, "setup in backoff after its second try", func(d status.Document) bool {
 		return len(d.InitContainers) == 1 && d.InitContainers[0].State == status.Backoff && d.InitContainers[0].Attempts == 2
 	})
+	// The containers are listed meanwhile: waiting, or stopped for target_state removed.
+	if app, off := containerStatus(doc, "app"), containerStatus(doc, "off"); app.State != status.Waiting || app.Pid != nil ||
+		app.Ready.Status != "False" || off.State != status.Stopped || len(doc.Containers) != 2 {
+		t.Errorf("containers while preparing: %+v", doc.Containers)
+	}
 	if doc.Installed.Status != "False" || doc.Installed.Reason != "InitContainerFailing" ||
 		!strings.HasPrefix(doc.Installed.Message, "setup: exit code 1 (try 2), next try in ") {
 		t.Errorf("installed while setup fails: %+v", doc.Installed)
