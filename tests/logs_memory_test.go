@@ -2,30 +2,14 @@ package tests
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
 // rss is pid's resident memory now, in bytes.
-func rss(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
-}
+func rss(t *testing.T, pid int) int64 { return procMemory(t, pid, "VmRSS") }
 
 // TestLogsMemoryBound: 100 containers that each write 2000 lines of 100 bytes (the
 // rings of 1000 lines wrap) cost tend a bounded amount of memory, about their kept

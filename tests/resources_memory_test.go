@@ -171,22 +171,25 @@ func plainTend(t *testing.T) string {
 }
 
 // peakRSS is the high-water mark of pid's resident memory, in bytes.
-func peakRSS(t *testing.T, pid int) int64 {
+func peakRSS(t *testing.T, pid int) int64 { return procMemory(t, pid, "VmHWM") }
+
+// procMemory is the field key (VmRSS, VmHWM) of /proc/PID/status, in bytes.
+func procMemory(t *testing.T, pid int, key string) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
-				t.Fatalf("VmHWM: %q", line)
+				t.Fatalf("%s: %q", key, line)
 			}
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmHWM in /proc/PID/status")
+	t.Fatalf("no %s in /proc/%d/status", key, pid)
 	return 0
 }
 
