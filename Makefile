@@ -1,5 +1,16 @@
 # tend: build, run an example, test.
+
+# Go from /usr/local/go when `go` is not on PATH (where go.dev's tarball installs it):
+# the tests run `go` themselves, so PATH is extended rather than GO set.
+ifeq ($(shell command -v go 2>/dev/null),)
+ifneq ($(wildcard /usr/local/go/bin/go),)
+export PATH := /usr/local/go/bin:$(PATH)
+$(info go is not on PATH: using /usr/local/go/bin/go)
+endif
+endif
+
 GO      ?= go
+PREFIX  ?= /usr/local
 BIN     := bin/tend
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
@@ -14,10 +25,17 @@ TAG     ?= latest
 # image of every intermediate step.
 IMAGE_FORMAT := $(if $(filter podman,$(notdir $(ENGINE))),--format docker --layers=false)
 
-.PHONY: build demo run test test-short lint bench fuzz soak clean image image-example e2e
 
+.PHONY: build install demo run test test-short lint bench fuzz soak clean image image-example e2e
+
+# -buildvcs=auto records the commit and its date (`tend version`) even where GOFLAGS
+# turns it off.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) .
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+# bin/tend to $(PREFIX)/bin (PREFIX=/usr/local by default; DESTDIR for packaging).
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/tend
 
 # The program the example image runs besides tend (examples/kubernetes).
 demo:

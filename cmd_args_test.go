@@ -99,7 +99,9 @@ func TestFormatVersion(t *testing.T) {
 		{"dev", build("(devel)"), "tend dev"},
 		{"dev", build("v1.2.3"), "tend v1.2.3"},
 		{"v2.0.0", build("v1.2.3"), "tend v2.0.0"}, // -X wins
-		{"dev", build("(devel)", "vcs.revision", "abc123", "vcs.modified", "false"), "tend dev (commit abc123)"},
+		{"dev", build("(devel)", "vcs.revision", "abc123", "vcs.modified", "false"), "tend abc123 (commit abc123)"},
+		{"dev", build("(devel)", "vcs.revision", "0123456789abcdef", "vcs.time", "2026-11-26T10:00:00Z"), "tend 0123456789ab (commit 0123456789abcdef, 2026-11-26T10:00:00Z)"},
+		{"v1.0.0", build("(devel)", "vcs.revision", "abc123", "vcs.time", "2026-11-26T10:00:00Z", "vcs.modified", "true"), "tend v1.0.0 (commit abc123, 2026-11-26T10:00:00Z, modified)"},
 		{"dev", build("v0.0.0-2026-abc123", "vcs.revision", "abc123", "vcs.modified", "true"), "tend v0.0.0-2026-abc123 (commit abc123, modified)"},
 	} {
 		if got := formatVersion(c.version, c.info); got != c.want {

@@ -26,30 +26,40 @@ func versionLine() string {
 }
 
 // formatVersion prefers the -X version, then the module version (a `go install
-// ...@v1.2.3` build has one), and adds the VCS commit when the build recorded it.
+// ...@v1.2.3` build has one), then the VCS commit; it adds the commit and its date
+// when the build recorded them (a `go build` in a clone does).
 func formatVersion(v string, info *debug.BuildInfo) string {
-	commit := ""
+	var commit, date string
+	modified := false
 	if info != nil {
 		if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
 			v = info.Main.Version
 		}
-		modified := false
 		for _, s := range info.Settings {
 			switch s.Key {
 			case "vcs.revision":
 				commit = s.Value
+			case "vcs.time":
+				date = s.Value
 			case "vcs.modified":
 				modified = s.Value == "true"
 			}
-		}
-		if commit != "" && modified {
-			commit += ", modified"
 		}
 	}
 	if commit == "" {
 		return "tend " + v
 	}
-	return fmt.Sprintf("tend %s (commit %s)", v, commit)
+	if v == "dev" {
+		v = commit[:min(12, len(commit))]
+	}
+	detail := "commit " + commit
+	if date != "" {
+		detail += ", " + date
+	}
+	if modified {
+		detail += ", modified"
+	}
+	return fmt.Sprintf("tend %s (%s)", v, detail)
 }
 
 // exitError carries an exit code out of a command; the message (if any) is printed
