@@ -287,6 +287,7 @@ func printStatus(w io.Writer, doc status.Document) {
 	for _, ic := range doc.InitContainers {
 		fmt.Fprintf(tw, "%s (init)\t%s\t-\t%d\t-\t-\t-\t%s\t-\n", ic.Name, ic.State, max(0, ic.Attempts-1), exitText(ic.LastExit))
 	}
+	preparing := preparingNote(doc)
 	for _, c := range doc.Containers {
 		pid := "-"
 		if c.Pid != nil {
@@ -303,7 +304,11 @@ func printStatus(w io.Writer, doc status.Document) {
 		if c.NextStartAt != nil {
 			state += fmt.Sprintf(" (in %s)", time.Until(c.NextStartAt.Time).Round(100*time.Millisecond))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Restarts, c.Ready.Status, c.Alive.Status, since, exitText(c.LastExit), note(c))
+		n := note(c)
+		if n == "-" && c.State == status.Waiting && preparing != "" {
+			n = preparing
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Restarts, c.Ready.Status, c.Alive.Status, since, exitText(c.LastExit), n)
 	}
 	tw.Flush()
 	if len(doc.Resources) > 0 || len(doc.DynamicResources) > 0 {
@@ -317,6 +322,20 @@ func printStatus(w io.Writer, doc status.Document) {
 		}
 		tw.Flush()
 	}
+}
+
+// preparingNote is what every container waits for while the instance prepares: the
+// init container that has not succeeded yet, or the resources; "" otherwise.
+func preparingNote(doc status.Document) string {
+	if doc.State != status.InstancePreparing {
+		return ""
+	}
+	for _, ic := range doc.InitContainers {
+		if ic.State != status.Succeeded {
+			return "waiting for init container " + ic.Name
+		}
+	}
+	return "waiting for the instance to be prepared"
 }
 
 // note is what a container waits for (depends_on), why it failed, and the last
