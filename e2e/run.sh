@@ -16,7 +16,6 @@ CTR="tend-$RUN"                      # the example instance under podman run
 ORPHANS="tend-$RUN-orphans"
 POD=tend-example-pod-0               # podman kube play: <deployment>-pod-0
 POD_CTR="$POD-tend"
-PORT=$((20000 + $$ % 10000))         # the pod's API, published on loopback only
 TMP="$(mktemp -d /tmp/tend-e2e.XXXXXX)"
 STARTED=$(date +%s)
 
@@ -45,6 +44,8 @@ waitfor() {
 
 command -v podman >/dev/null || fail "podman is not installed (apt-get install podman runc catatonit)"
 had_pause=$(podman images -q --filter reference=localhost/podman-pause)
+documented= # set while the container of the documented podman run line may exist
+tagged_latest= # set once localhost/tend-example:latest is this run's image
 played= # set once podman kube play may have created the pod and its volume
 cleanup() {
 	local code=$?
@@ -58,10 +59,15 @@ cleanup() {
 	fi
 	podman rm -f -t 0 "$CTR" "$ORPHANS" >/dev/null 2>&1
 	if [ -n "$played" ]; then
-		podman kube down "$TMP/deployment.yaml" >/dev/null 2>&1
+		podman kube down examples/kubernetes/deployment.yaml >/dev/null 2>&1
 		podman pod rm -f -t 0 "$POD" >/dev/null 2>&1
 		podman volume rm -f tend-example-spec tend-run >/dev/null 2>&1
 	fi
+	if [ -n "$tagged_latest" ]; then
+		podman untag localhost/tend-example:latest >/dev/null 2>&1
+		[ -n "$saved_latest" ] && podman tag "$saved_latest" localhost/tend-example:latest
+	fi
+	[ -n "$documented" ] && podman rm -f -t 0 tend-example >/dev/null 2>&1
 	podman rmi -f "$IMAGE:$RUN" "$EXAMPLE" >/dev/null 2>&1
 	# podman builds its pause image on the first kube play; remove it if we made it.
 	[ -z "$had_pause" ] && podman rmi -f $(podman images -q --filter reference=localhost/podman-pause) >/dev/null 2>&1
@@ -125,6 +131,29 @@ file_revision() { sha256sum "$1" | cut -c1-12; }
 event_ms() {
 	podman logs "$1" 2>&1 | sed -n "s/^$2 *| at_ms=\([0-9]*\) event=$3\b.*/\1/p" | tail -1
 }
+
+# The documented command lines (docs/reference.md "Running in a container") and the
+# shipped manifests name localhost/tend-example:latest: this run's example image is
+# tagged so, and a tag of that name from before is put back at the end.
+saved_latest=$(podman images -q localhost/tend-example:latest)
+podman tag "$EXAMPLE" localhost/tend-example:latest
+tagged_latest=1
+
+# --- the documented podman run line, as written in docs/reference.md -------------------
+doc_run=$(awk '/^<!-- e2e: podman run -->$/ {on=1} on && /^podman run / {print; exit}' docs/reference.md)
+[ -n "$doc_run" ] || fail "docs/reference.md has no podman run line under <!-- e2e: podman run -->"
+podman container exists tend-example && fail "a container tend-example exists already (not ours): remove it first"
+log "documented: $doc_run"
+documented=1
+eval "$doc_run" >/dev/null
+waitfor 30 "the documented container ready" instance_ready tend-example
+podman exec tend-example /tend status >"$TMP/doc-status.txt" || fail "podman exec tend-example /tend status failed"
+grep -q '^web .*running' "$TMP/doc-status.txt" || fail "tend status in the documented container shows no running web: $(cat "$TMP/doc-status.txt")"
+podman stop -t 19 tend-example >/dev/null
+[ "$(podman inspect --format '{{.State.ExitCode}}' tend-example)" = 0 ] || fail "the documented container exited non-zero after podman stop"
+podman rm tend-example >/dev/null
+documented=
+log "documented: podman run, exec /tend status, stop -t 19 (exit 0), rm"
 
 # --- the example instance: tend as PID 1 with the spec of examples/kubernetes --------
 mkdir -p "$TMP/spec"
@@ -200,38 +229,32 @@ podman stop -t 20 "$ORPHANS" >/dev/null
 [ "$(podman inspect --format '{{.State.ExitCode}}' "$ORPHANS")" = 0 ] || fail "tend exited non-zero after podman stop (orphans)"
 podman rm "$ORPHANS" >/dev/null
 
-# --- podman kube play of examples/kubernetes ------------------------------------------
-# Three local changes to the Deployment, checked to apply: the image of this run; the
-# API port published on loopback; and the token from a host directory, because
-# podman 4.3 (Debian 12) cannot mount a Secret volume in kube play (it panics).
-mkdir -p "$TMP/token"
-head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/token/token"
-sed -e "s|image: localhost/tend-example:latest|image: $EXAMPLE|" \
-	-e "s|- {name: api, containerPort: 8080}|- {name: api, containerPort: 8080, hostPort: $PORT, hostIP: 127.0.0.1}|" \
-	-e "s|secret: {secretName: tend-api-token}|hostPath: {path: $TMP/token, type: Directory}|" \
-	examples/kubernetes/deployment.yaml >"$TMP/deployment.yaml"
-for want in "image: $EXAMPLE" "hostPort: $PORT" "path: $TMP/token"; do
-	grep -qF "$want" "$TMP/deployment.yaml" || fail "examples/kubernetes/deployment.yaml changed: cannot set '$want'"
-done
+# --- podman kube play of examples/kubernetes, the shipped files unchanged -------------
+# The pod's API is reached in the pod's network namespace (nsenter), the token read
+# from its volume.
 podman pod exists "$POD" && fail "a pod $POD exists already (not ours): remove it first"
 for v in tend-example-spec tend-run; do # kube play's volumes for the ConfigMap and the emptyDir
 	podman volume exists "$v" && fail "a volume $v exists already (not ours): remove it first"
 done
-log "podman kube play examples/kubernetes (port 127.0.0.1:$PORT)"
+log "podman kube play --configmap examples/kubernetes/configmap.yaml examples/kubernetes/deployment.yaml"
 played=1
-podman kube play --configmap examples/kubernetes/configmap.yaml "$TMP/deployment.yaml" >"$TMP/play.log" 2>&1 || {
+podman kube play --configmap examples/kubernetes/configmap.yaml examples/kubernetes/deployment.yaml >"$TMP/play.log" 2>&1 || {
 	cat "$TMP/play.log"
 	fail "podman kube play failed"
 }
-waitfor 30 "GET /v1/ready = 200 on 127.0.0.1:$PORT" bin/tend status --ready --listen "127.0.0.1:$PORT"
+pod_pid=$(podman inspect --format '{{.State.Pid}}' "$POD_CTR")
+in_pod() { nsenter -t "$pod_pid" -n "$@"; }
+waitfor 30 "GET /v1/ready = 200 on the pod's :8080" in_pod bin/tend status --ready --listen 127.0.0.1:8080
 [ "$(revision "$POD_CTR")" = "$(file_revision examples/kubernetes/spec.yaml)" ] ||
 	fail "the pod does not run the ConfigMap's spec: revision $(revision "$POD_CTR")"
 status_has "$POD_CTR" '"instance": "tend-example"' || fail "the pod's instance is not tend-example"
 [ "$(podman inspect --format '{{.HostConfig.ReadonlyRootfs}}' "$POD_CTR")" = true ] || fail "the pod's root filesystem is not read-only"
-# The token from the volume guards the mutating API on TCP.
-bin/tend reload --listen "127.0.0.1:$PORT" >/dev/null 2>&1 && fail "a reload over TCP without the token was accepted"
-bin/tend reload --listen "127.0.0.1:$PORT" --api-token-file "$TMP/token/token" >/dev/null || fail "a reload with the token was refused"
-log "pod: /v1/ready 200 on the pod's port, the ConfigMap's spec runs on a read-only root, the token works"
+# The token the init container wrote guards the mutating API on TCP.
+cp "/proc/$pod_pid/root/var/run/secrets/tend/token" "$TMP/token" || fail "the init container wrote no token"
+[ "$(wc -c <"$TMP/token")" -ge 32 ] || fail "the token is too short: $(wc -c <"$TMP/token") bytes"
+in_pod bin/tend reload --listen 127.0.0.1:8080 >/dev/null 2>&1 && fail "a reload over TCP without the token was accepted"
+in_pod bin/tend reload --listen 127.0.0.1:8080 --api-token-file "$TMP/token" >/dev/null || fail "a reload with the token was refused"
+log "pod: /v1/ready 200 on the pod's :8080, the ConfigMap's spec runs on a read-only root, the init container's token works"
 # podman 4.3's kube down stops with a 0 s timeout (SIGKILL at once; podman issues
 # 19135, 22397): stop the pod with the grace period first, as the kubelet would.
 t0=$(now_ms)
@@ -240,6 +263,6 @@ t1=$(now_ms)
 code=$(podman inspect --format '{{.State.ExitCode}}' "$POD_CTR")
 [ "$code" = 0 ] || fail "tend in the pod exited $code, want 0"
 logs_have "$POD_CTR" 'web *| .*event=drained' || fail "web in the pod was not stopped by its stop policy"
-podman kube down "$TMP/deployment.yaml" >/dev/null
+podman kube down examples/kubernetes/deployment.yaml >/dev/null
 podman pod exists "$POD" && fail "podman kube down left the pod"
 log "pod: stopped by its stop policies, exit 0 after $((t1 - t0)) ms; kube down removed it"

@@ -158,6 +158,8 @@ func runDocCommands(t *testing.T, file string) {
 			}
 			continue
 		}
+		// Only sh blocks run here; bash blocks need a container engine or a cluster
+		// (docs/reference.md "Running in a container": make e2e runs its podman run line).
 		if b.lang != "sh" {
 			continue
 		}
