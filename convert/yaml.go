@@ -60,7 +60,7 @@ func parseYAML(data []byte, c *conv) (node, bool) {
 // nodes.
 const (
 	maxNodes = 8_000 // nodes of the document, aliases expanded
-	maxDepth = 64     // nesting, aliases followed
+	maxDepth = 64    // nesting, aliases followed
 )
 
 // maxParsed bounds nodeBound of a file parsed to convert it (or to tell its format):
