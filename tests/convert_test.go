@@ -424,7 +424,7 @@ func TestForeignBoundsMemory(t *testing.T) {
 	}
 	want := map[string]string{
 		"pc22.yaml": "excessive aliasing", "pc46.yaml": "excessive aliasing", "pod.yaml": "excessive aliasing",
-		"sv.conf": "[program:a].numprocs: numprocs 1000000: tend converts at most 1000 containers",
+		"sv.conf":  "[program:a].numprocs: numprocs 1000000: tend converts at most 1000 containers",
 		"Procfile": "too large to convert", "flow.yaml": "too large to convert",
 	}
 	for name, text := range files {
