@@ -6,7 +6,6 @@ package convert
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -99,6 +98,7 @@ func Convert(data []byte, name, format string) (*Result, error) {
 		sources:  map[string]Source{},
 		comments: map[string][]string{},
 		mapped:   map[string]bool{},
+		warned:   map[Warning]bool{},
 	}
 	f(data, c)
 	if len(c.errs) > 0 {
@@ -120,6 +120,39 @@ type conv struct {
 	sources  map[string]Source
 	comments map[string][]string
 	mapped   map[string]bool
+	warned   map[Warning]bool // c.warnings as a set
+	full     bool             // maxContainers reached, said once
+}
+
+// maxContainers bounds the containers of a converted spec (numprocs copies and
+// Procfile lines included): each costs some tens of KB to build, write out and read
+// again, and a real file has a few dozen.
+const maxContainers = 1000
+
+// checkSize refuses, before anything is built, a spec of more than maxContainers
+// containers or more than maxNodes fields (size counts each container's fields).
+func (c *conv) checkSize(src Source, containers, size int) {
+	switch {
+	case containers > maxContainers:
+		c.errorf(src, "too large to convert: %d containers (at most %d)", containers, maxContainers)
+	case size > maxNodes:
+		c.errorf(src, "too large to convert: %d fields once every copy is counted (at most %d)", size, maxNodes)
+	}
+}
+
+// addContainer appends an empty container and returns its index; past maxContainers
+// it records the error once and returns false.
+func (c *conv) addContainer(src Source) (int, bool) {
+	i := len(c.s.Containers)
+	if i >= maxContainers {
+		if !c.full {
+			c.full = true
+			c.errorf(src, "too large to convert: more than %d containers", maxContainers)
+		}
+		return 0, false
+	}
+	c.s.Containers = append(c.s.Containers, spec.Container{})
+	return i, true
 }
 
 // from records that the tend field at path came from src.
@@ -152,7 +185,8 @@ func (c *conv) unknown(near string, src Source) {
 // comment above near.
 func (c *conv) warn(near string, src Source, msg string) {
 	w := Warning{Source: src, Msg: msg}
-	if !slices.Contains(c.warnings, w) {
+	if !c.warned[w] {
+		c.warned[w] = true
 		c.warnings = append(c.warnings, w)
 	}
 	c.note(near, src.Path+": "+msg)

@@ -33,13 +33,43 @@ func readExample(t *testing.T, name string) []byte {
 	return data
 }
 
+// mustConvert converts a fixture and checks that what it prints is a valid tend spec
+// (as `tend convert` then `tend validate` would find it): every fixture of these tests
+// that converts must also validate.
 func mustConvert(t *testing.T, data []byte, name, format string) *Result {
 	t.Helper()
 	res, err := Convert(data, name, format)
 	if err != nil {
 		t.Fatalf("convert %s: %v", name, err)
 	}
+	if res.Format != Tend {
+		validates(t, res, name)
+	}
 	return res
+}
+
+// convertOnly is mustConvert for a fixture whose conversion is not a valid spec on
+// purpose (why says what is missing): the fixtures exempt from the validation.
+func convertOnly(t *testing.T, data []byte, name, why string) *Result {
+	t.Helper()
+	res, err := Convert(data, name, Auto)
+	if err != nil {
+		t.Fatalf("convert %s: %v", name, err)
+	}
+	return res
+}
+
+// validates loads the converted spec's YAML as tend's own format.
+func validates(t *testing.T, res *Result, name string) {
+	t.Helper()
+	doc, err := res.YAML(name)
+	if err != nil {
+		t.Fatalf("convert %s: %v", name, err)
+	}
+	path := filepath.Join(t.TempDir(), "converted.yaml")
+	if _, err := spec.LoadDocument(path, doc, doc, loadOpts()); err != nil {
+		t.Errorf("convert %s prints a spec that does not validate: %v\n%s", name, err, doc)
+	}
 }
 
 func TestDetect(t *testing.T) {

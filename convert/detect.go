@@ -35,6 +35,9 @@ func Detect(data []byte, name string) string {
 	if programSectionRe().Match(data) {
 		return Supervisord
 	}
+	if nodeBound(data) > maxParsed {
+		return detectLarge(data, name)
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err == nil && len(doc.Content) == 1 {
 		root := doc.Content[0]
@@ -62,8 +65,30 @@ func Detect(data []byte, name string) string {
 	} else if t := bytes.TrimSpace(data); len(t) > 0 && (t[0] == '[' || t[0] == '{') && bytes.Contains(t, []byte(`"@class"`)) {
 		return ISS // broken JSON: the ISS converter names the line
 	}
+	if procfileName(name) || looksLikeProcfile(data) {
+		return Procfile
+	}
+	return Tend
+}
+
+// procfileName: Procfile, Procfile.dev, web.procfile.
+func procfileName(name string) bool {
 	base := filepath.Base(name)
-	if base == "Procfile" || strings.HasPrefix(base, "Procfile.") || strings.HasSuffix(base, ".procfile") || looksLikeProcfile(data) {
+	return base == "Procfile" || strings.HasPrefix(base, "Procfile.") || strings.HasSuffix(base, ".procfile")
+}
+
+// detectLarge tells the format of a file too large to parse just for that (see
+// nodeBound) by the words that would decide it: a foreign file that large is refused
+// by its converter, which says so; anything else is left to tend's own loader.
+func detectLarge(data []byte, name string) string {
+	switch {
+	case bytes.Contains(data, []byte(`"@class"`)):
+		return ISS
+	case bytes.Contains(data, []byte("workloads")):
+		return PodAgent
+	case bytes.Contains(data, []byte("processes")):
+		return ProcessCompose
+	case procfileName(name) || looksLikeProcfile(data):
 		return Procfile
 	}
 	return Tend

@@ -83,16 +83,16 @@ func TestSupervisordMapping(t *testing.T) {
 		}
 	}
 
-	conf := "[program:app]\ncommand=./app --dir %(here)s --host %(host_node_name)s --home %(ENV_HOME)s {x}\nprocess_name=%(program_name)s_%(process_num)02d\nnumprocs=2\nnumprocs_start=1\nautorestart=unexpected\nstdout_logfile=logs/%(program_name)s.log\nstdout_logfile_maxbytes=50MB\nstdout_logfile_backups=3\n"
+	conf := "[program:app]\ncommand=./app --dir %(here)s --host %(host_node_name)s --home %(ENV_HOME)s {x}\nprocess_name=%(program_name)s_%(process_num)02d\nnumprocs=2\nnumprocs_start=1\nautorestart=unexpected\nstdout_logfile=logs/%(program_name)s_%(process_num)d.log\nstdout_logfile_maxbytes=50MB\nstdout_logfile_backups=3\n"
 	s = mustConvert(t, []byte(conf), "x.conf", Auto).Spec
 	if got := names(s); !reflect.DeepEqual(got, []string{"app_01", "app_02"}) {
 		t.Errorf("names %v", got)
 	}
 	app := s.Containers[0]
-	if want := "./app --dir {BSCONFIG_IDIR} --host {BSCONFIG_IHOST} --home ${HOME} {{x}}"; app.Command.String != want {
+	if want := "./app --dir {BSCONFIG_IDIR} --host {BSCONFIG_IHOST} --home $HOME {{x}}"; app.Command.String != want {
 		t.Errorf("command %q, want %q", app.Command.String, want)
 	}
-	if app.Log == nil || app.Log.File != "logs/app.log" || app.Log.MaxSizeMb.Get() != 50 || app.Log.MaxFiles.Get() != 3 {
+	if app.Log == nil || app.Log.File != "logs/app_1.log" || app.Log.MaxSizeMb.Get() != 50 || app.Log.MaxFiles.Get() != 3 {
 		t.Errorf("log %+v", app.Log)
 	}
 }
@@ -103,7 +103,7 @@ func TestProcessComposeMapping(t *testing.T) {
 		t.Errorf("containers %v: want the order of the file", got)
 	}
 	api := container(t, s, "api")
-	if want := []string{"sh", "-c", `while :; do echo "api: serving on $PORT"; sleep 1; done`}; !reflect.DeepEqual(api.Command.List, want) {
+	if want := []string{"bash", "-c", `while :; do echo "api: serving on $PORT"; sleep 1; done`}; !reflect.DeepEqual(api.Command.List, want) {
 		t.Errorf("api command %q", api.Command.List)
 	}
 	rp := api.RestartPolicy
@@ -190,7 +190,7 @@ func TestProcessComposeDependsOnAndLogLine(t *testing.T) {
       f: {condition: process_started}
       g: {}
 `
-	res := mustConvert(t, []byte(yml), "pc.yaml", Auto)
+	res := convertOnly(t, []byte(yml), "pc.yaml", "it depends on containers it does not define")
 	c := container(t, res.Spec, "c")
 	want := map[string]string{"a": "ready", "b": "ready", "d": "completed", "e": "succeeded", "f": "started", "g": "started"}
 	if !reflect.DeepEqual(c.DependsOn, want) {
@@ -306,7 +306,7 @@ func TestPodAgentMapping(t *testing.T) {
 		t.Errorf("http destroy %+v", h)
 	}
 	// The start command's user and group are the container's, for all its processes.
-	res := mustConvert(t, []byte("workloads:\n- id: w\n  start: {command_line: x, user: www, group: staff}\n"), "pod.yaml", Auto)
+	res := convertOnly(t, []byte("workloads:\n- id: w\n  start: {command_line: x, user: www, group: staff}\n"), "pod.yaml", "user www need not exist here")
 	if w := res.Spec.Containers[0]; w.User != "www" || w.Group != "staff" {
 		t.Errorf("user %q group %q, want www staff", w.User, w.Group)
 	}

@@ -28,6 +28,9 @@ func (s *iniSection) keySrc(k iniKey) Source {
 func parseINI(data []byte, c *conv) []*iniSection {
 	var sections []*iniSection
 	var cur *iniSection
+	// Lines of the sections and of the current section's keys, for duplicates: maps,
+	// as a 1 MB file can have 100,000 of either.
+	sectionLines, keyLines := map[string]int{}, map[string]int{}
 	for i, raw := range strings.Split(string(data), "\n") {
 		line := strings.TrimRight(raw, "\r")
 		n := i + 1
@@ -47,12 +50,12 @@ func parseINI(data []byte, c *conv) []*iniSection {
 				return nil
 			}
 			name := strings.TrimSpace(trimmed[1:end])
-			for _, s := range sections {
-				if s.name == name {
-					c.errorf(Source{Path: "[" + name + "]", Line: n}, "duplicate section (first at line %d)", s.line)
-					return nil
-				}
+			if first, ok := sectionLines[name]; ok {
+				c.errorf(Source{Path: "[" + name + "]", Line: n}, "duplicate section (first at line %d)", first)
+				return nil
 			}
+			sectionLines[name] = n
+			clear(keyLines)
 			cur = &iniSection{name: name, line: n}
 			sections = append(sections, cur)
 			continue
@@ -67,12 +70,11 @@ func parseINI(data []byte, c *conv) []*iniSection {
 			return nil
 		}
 		key := strings.ToLower(strings.TrimSpace(trimmed[:sep]))
-		for _, k := range cur.keys {
-			if k.name == key {
-				c.errorf(Source{Path: "[" + cur.name + "]." + key, Line: n}, "duplicate key (first at line %d)", k.line)
-				return nil
-			}
+		if first, ok := keyLines[key]; ok {
+			c.errorf(Source{Path: "[" + cur.name + "]." + key, Line: n}, "duplicate key (first at line %d)", first)
+			return nil
 		}
+		keyLines[key] = n
 		cur.keys = append(cur.keys, iniKey{name: key, value: stripInlineComment(strings.TrimSpace(trimmed[sep+1:])), line: n})
 	}
 	return sections

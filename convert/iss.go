@@ -403,7 +403,7 @@ func jsonErrorLine(data []byte, c *conv) {
 			lenient[i] = ' '
 		}
 	}
-	var v any
+	var v json.RawMessage // only checked: builds nothing from the file
 	var se *json.SyntaxError
 	if err := json.Unmarshal(lenient, &v); errors.As(err, &se) && len(c.errs) == 1 {
 		c.errs[0].Line = 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))

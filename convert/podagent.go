@@ -28,8 +28,10 @@ func podAgent(data []byte, c *conv) {
 
 // workload is one pod_agent workload: a container.
 func (c *conv) workload(w node) {
-	i := len(c.s.Containers)
-	c.s.Containers = append(c.s.Containers, spec.Container{})
+	i, ok := c.addContainer(w.src())
+	if !ok {
+		return
+	}
 	ct := &c.s.Containers[i]
 	p := containerPath(i)
 	c.from(p, w.src())

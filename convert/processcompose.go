@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -45,7 +46,9 @@ func processCompose(data []byte, c *conv) {
 	if !ok {
 		return
 	}
-	sh, arg := "sh", "-c"
+	// process-compose's default shell.shell_command and shell_argument.
+	sh, arg := "bash", "-c"
+	shSrc := root.src()
 	ordered := false
 	fields := c.fields(root)
 	for _, f := range fields { // the shell and the shutdown order first: every process uses them
@@ -63,7 +66,7 @@ func processCompose(data []byte, c *conv) {
 			switch {
 			case !ok:
 			case g.key == "shell_command":
-				sh = v
+				sh, shSrc = v, g.val.src()
 				c.mapped[g.val.path] = true
 			case g.key == "shell_argument":
 				arg = v
@@ -73,6 +76,7 @@ func processCompose(data []byte, c *conv) {
 			}
 		}
 	}
+	c.pcShellFound(sh, arg, shSrc)
 	for _, f := range fields {
 		src := f.val.src()
 		switch f.key {
@@ -96,6 +100,19 @@ func processCompose(data []byte, c *conv) {
 		default:
 			c.unknown("", src)
 		}
+	}
+}
+
+// lookPath finds a program on PATH; tests replace it.
+var lookPath = exec.LookPath
+
+// pcShellFound warns when the shell process-compose runs commands with (bash unless
+// shell.shell_command says otherwise) is not on this machine's PATH: the converted
+// commands run it too, as [bash, -c, command], since bash's syntax ({1..3}, [[ ]])
+// is not sh's. Where it is found nothing is said: the conversion is exact.
+func (c *conv) pcShellFound(sh, arg string, src Source) {
+	if _, err := lookPath(sh); err != nil {
+		c.warn("", src, fmt.Sprintf("process-compose runs commands with %s, which is not on PATH here: commands run as [%s, %s, command] will not start", sh, sh, arg))
 	}
 }
 
@@ -132,10 +149,13 @@ func (c *conv) pcEnvironment(y node, path string) []spec.EnvVar {
 // pcProcess converts processes.NAME into a container. ordered is the file's
 // ordered_shutdown.
 func (c *conv) pcProcess(f field, sh, arg string, ordered bool) {
-	i := len(c.s.Containers)
+	i, ok := c.addContainer(f.val.src())
+	if !ok {
+		return
+	}
 	p := containerPath(i)
-	c.s.Containers = append(c.s.Containers, spec.Container{Name: f.key})
 	ct := &c.s.Containers[i]
+	ct.Name = f.key
 	c.from(p, f.val.src())
 	c.from(p+".name", f.val.src())
 	// process-compose restarts nothing unless availability says so.
@@ -151,7 +171,7 @@ func (c *conv) pcProcess(f field, sh, arg string, ordered bool) {
 		case "command":
 			if v, ok := c.str(g.val); ok {
 				command = &v
-				c.approx(p+".command", src, "process-compose runs command through a shell: tend runs [%s, %s, command]", sh, arg)
+				c.from(p+".command", src)
 			}
 		case "entrypoint":
 			for _, item := range c.items(g.val) {
@@ -433,7 +453,7 @@ func (c *conv) pcProbe(y node, path, sh, arg string) *spec.Probe {
 				case "command":
 					if v, ok := c.str(g.val); ok {
 						pr.Exec.Command = shell(sh, arg, v)
-						c.approx(path+".exec.command", g.val.src(), "run as [%s, %s, command]", sh, arg)
+						c.from(path+".exec.command", g.val.src())
 					}
 				case "working_dir":
 					c.drop(path+".exec", g.val.src(), "an exec probe runs in the container's working_dir")

@@ -28,16 +28,19 @@ func procfile(data []byte, c *conv) {
 			c.errorf(Source{Path: fmt.Sprintf("line %d", n), Line: n}, "want `name: command`, got %q", line)
 			continue
 		}
-		idx := len(c.s.Containers)
-		p := containerPath(idx)
 		src := Source{Path: m[1], Line: n}
+		idx, ok := c.addContainer(src)
+		if !ok {
+			return
+		}
+		p := containerPath(idx)
 		port := strconv.Itoa(foremanBasePort + foremanPortStep*idx)
-		c.s.Containers = append(c.s.Containers, spec.Container{
+		c.s.Containers[idx] = spec.Container{
 			Name:          m[1],
 			Command:       shell("sh", "-c", strings.TrimSpace(m[2])),
 			Env:           []spec.EnvVar{{Name: "PORT", Value: port}},
 			RestartPolicy: &spec.RestartPolicy{Mode: spec.ModeAlways},
-		})
+		}
 		c.from(p, src)
 		c.from(p+".name", src)
 		c.from(p+".command", src)

@@ -36,6 +36,7 @@ func supervisord(data []byte, c *conv) {
 		priority int
 	}
 	var programs []program
+	containers, size := 0, 0
 	for _, sec := range sections {
 		kind, name, _ := strings.Cut(sec.name, ":")
 		switch kind {
@@ -47,6 +48,9 @@ func supervisord(data []byte, c *conv) {
 				}
 			}
 			programs = append(programs, pr)
+			n := svNumprocs(c, sec)
+			containers += n
+			size += n * (len(sec.keys) + 1)
 		case "supervisord":
 			c.drop("", sec.src(), "supervisord's own settings: tend runs in the foreground, its log set by --log-format and --log-level")
 		case "unix_http_server", "inet_http_server", "supervisorctl", "rpcinterface":
@@ -61,6 +65,9 @@ func supervisord(data []byte, c *conv) {
 			c.unknown("", sec.src())
 		}
 	}
+	if len(c.errs) == 0 {
+		c.checkSize(Source{Line: 1}, containers, size)
+	}
 	if len(c.errs) > 0 {
 		return
 	}
@@ -68,6 +75,24 @@ func supervisord(data []byte, c *conv) {
 	for _, pr := range programs {
 		c.svProgram(pr.sec, pr.name)
 	}
+}
+
+// svNumprocs is a program's numprocs (at least 1), read before anything is built: at
+// most maxContainers, as each copy is a container.
+func svNumprocs(c *conv, sec *iniSection) int {
+	for _, k := range sec.keys {
+		if k.name != "numprocs" {
+			continue
+		}
+		switch n := svInt(c, sec, k); {
+		case n > maxContainers:
+			c.errorf(sec.keySrc(k), "numprocs %d: tend converts at most %d containers", n, maxContainers)
+			return 0
+		case n > 1:
+			return n
+		}
+	}
+	return 1
 }
 
 func svInt(c *conv, sec *iniSection, k iniKey) int {
@@ -91,20 +116,15 @@ func svBool(c *conv, sec *iniSection, k iniKey) bool {
 
 // svProgram converts one [program:NAME] into numprocs containers.
 func (c *conv) svProgram(sec *iniSection, program string) {
-	numprocs, start := 1, 0
+	numprocs, start := svNumprocs(c, sec), 0
 	processName := "%(program_name)s"
 	for _, k := range sec.keys {
 		switch k.name {
-		case "numprocs":
-			numprocs = svInt(c, sec, k)
 		case "numprocs_start":
 			start = svInt(c, sec, k)
 		case "process_name":
 			processName = k.value
 		}
-	}
-	if numprocs < 1 {
-		numprocs = 1
 	}
 	if numprocs > 1 && !strings.Contains(processName, "process_num") {
 		c.errorf(sec.src(), "numprocs %d needs %%(process_num)d in process_name", numprocs)
@@ -112,9 +132,11 @@ func (c *conv) svProgram(sec *iniSection, program string) {
 	}
 	for n := start; n < start+numprocs; n++ {
 		x := svExpander{c: c, vars: map[string]any{"program_name": program, "group_name": program, "process_num": n, "numprocs": numprocs}}
-		i := len(c.s.Containers)
+		i, ok := c.addContainer(sec.src())
+		if !ok {
+			return
+		}
 		p := containerPath(i)
-		c.s.Containers = append(c.s.Containers, spec.Container{})
 		ct := &c.s.Containers[i]
 		c.from(p, sec.src())
 		ct.Name = x.plain(processName, sec.src(), p)
@@ -349,13 +371,13 @@ type svExpander struct {
 	vars map[string]any
 }
 
-// command expands for a command: ENV_X becomes $X (tend expands it from the
-// process's environment), here and host_node_name become tend's variables.
+// command expands for a command: ENV_X becomes $X (see envRef), here and
+// host_node_name become tend's variables.
 func (x svExpander) command(v string, src Source, path string) string {
-	return x.expand(v, src, path, func(name string) (string, bool) {
+	return x.expand(v, src, path, func(name string, start, end int) (string, bool) {
 		switch {
 		case strings.HasPrefix(name, "ENV_"):
-			return "${" + name[4:] + "}", true
+			return envRef(v, start, end, name[4:]), true
 		case name == "here":
 			return "{BSCONFIG_IDIR}", true
 		case name == "host_node_name":
@@ -368,7 +390,7 @@ func (x svExpander) command(v string, src Source, path string) string {
 // subst expands for a field with {VAR} substitution but no $VAR (env values,
 // working_dir).
 func (x svExpander) subst(v string, src Source, path string) string {
-	return x.expand(v, src, path, func(name string) (string, bool) {
+	return x.expand(v, src, path, func(name string, _, _ int) (string, bool) {
 		switch name {
 		case "here":
 			return "{BSCONFIG_IDIR}", true
@@ -381,7 +403,7 @@ func (x svExpander) subst(v string, src Source, path string) string {
 
 // plain expands for a field without substitution (names, log files).
 func (x svExpander) plain(v string, src Source, path string) string {
-	out := x.expand(v, src, path, func(name string) (string, bool) {
+	out := x.expand(v, src, path, func(name string, _, _ int) (string, bool) {
 		if name == "here" {
 			return ".", true // relative paths are relative to instance.dir, the file's directory
 		}
@@ -393,7 +415,7 @@ func (x svExpander) plain(v string, src Source, path string) string {
 // expand replaces %(name)s; tendVar gives what a name becomes in tend terms. Literal
 // text has its braces escaped. An expression tend cannot reproduce is left as it is
 // with a warning.
-func (x svExpander) expand(v string, src Source, path string, tendVar func(string) (string, bool)) string {
+func (x svExpander) expand(v string, src Source, path string, tendVar func(name string, start, end int) (string, bool)) string {
 	var b strings.Builder
 	last := 0
 	for _, m := range svExpansionRe().FindAllStringSubmatchIndex(v, -1) {
@@ -408,7 +430,7 @@ func (x svExpander) expand(v string, src Source, path string, tendVar func(strin
 			b.WriteString(literal(fmt.Sprintf("%"+flags+map[string]string{"s": "v", "d": "d"}[verb], val)))
 			continue
 		}
-		if t, ok := tendVar(name); ok {
+		if t, ok := tendVar(name, m[0], m[1]); ok {
 			b.WriteString(t)
 			continue
 		}
@@ -417,4 +439,48 @@ func (x svExpander) expand(v string, src Source, path string, tendVar func(strin
 	}
 	b.WriteString(literal(v[last:]))
 	return b.String()
+}
+
+// envRef is what %(ENV_X)s at v[start:end] of a command becomes: $X, which tend
+// expands from the process's environment when it splits the command, as supervisord
+// put its own environment's X there (the process's is tend's, then the spec's env).
+// ${{X}} (${X} once {VAR} substitution is done) where a name character follows.
+// Inside single quotes, where nothing expands, the quote is closed around it
+// ('"$X"'), so that a command such as sh -c '... %(ENV_X)s' gets the value too.
+func envRef(v string, start, end int, name string) string {
+	ref := "$" + name
+	if end < len(v) && (isNameChar(v[end]) || v[end] == '%') {
+		ref = "${{" + name + "}}"
+	}
+	if inSingleQuotes(v[:start]) {
+		return `'"` + ref + `"'`
+	}
+	return ref
+}
+
+func isNameChar(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// inSingleQuotes tells whether a POSIX shell word list that begins with prefix is
+// inside single quotes at its end.
+func inSingleQuotes(prefix string) bool {
+	var quote byte
+	for i := 0; i < len(prefix); i++ {
+		switch ch := prefix[i]; {
+		case quote == '\'':
+			if ch == '\'' {
+				quote = 0
+			}
+		case ch == '\\':
+			i++ // the next character is quoted, in double quotes too (\" and \\)
+		case quote == '"':
+			if ch == '"' {
+				quote = 0
+			}
+		case ch == '\'' || ch == '"':
+			quote = ch
+		}
+	}
+	return quote == '\''
 }

@@ -21,6 +21,10 @@ func (y node) src() Source { return Source{Path: y.path, Line: y.n.Line} }
 // parseYAML parses one YAML (or JSON) document; a syntax error is recorded with its
 // line and ok is false.
 func parseYAML(data []byte, c *conv) (node, bool) {
+	if n := nodeBound(data); n > maxParsed {
+		c.errorf(Source{Line: 1}, "too large to convert: up to %d YAML nodes (at most %d)", n, maxNodes)
+		return node{}, false
+	}
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -43,7 +47,98 @@ func parseYAML(data []byte, c *conv) (node, bool) {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		root = doc.Content[0]
 	}
+	if err := checkExpanded(root); err != nil {
+		c.errorf(Source{Line: 1}, "%v", err)
+		return node{}, false
+	}
 	return node{n: resolve(root)}, true
+}
+
+// Bounds on what a converter walks, so that no file under spec.MaxFileSize takes more
+// than a few tens of MB: the walk follows aliases, and what it builds (a tend spec
+// written out and read again) costs some KB per node. A real file has a few hundred
+// nodes.
+const (
+	maxNodes = 8_000 // nodes of the document, aliases expanded
+	maxDepth = 64    // nesting, aliases followed
+)
+
+// maxParsed bounds nodeBound of a file parsed to convert it (or to tell its format):
+// parsing costs some hundred bytes a node, and a 1 MB file can hold 500,000 ("[a,a,...").
+const maxParsed = 100_000
+
+// nodeBound is an upper bound on the YAML nodes in data, without parsing it: every
+// node but a line's first follows an indicator (, [ { : - ?), so lines plus those
+// characters count every node (and every such character inside a string too).
+func nodeBound(data []byte) int {
+	n := 1
+	for _, b := range data {
+		switch b {
+		case '\n', ',', '[', '{', ':', '-', '?':
+			n++
+		}
+	}
+	return n
+}
+
+// checkExpanded counts the nodes a walk of root visits, following every alias, before
+// anything is built from them: a few aliases can stand for millions of nodes (a
+// billion laughs). yaml.v3's decoder refuses "excessive aliasing" by the ratio of
+// alias-driven nodes to all; a converter builds a spec per node, so a fixed cap on
+// the expanded count bounds its memory whatever the ratio. Counts are memoised per
+// node, so this is linear in the parsed document.
+func checkExpanded(root *yaml.Node) error {
+	memo := map[*yaml.Node]int{}
+	open := map[*yaml.Node]bool{} // on the current path: an alias back to one is a cycle
+	var count func(n *yaml.Node, depth int) (int, error)
+	count = func(n *yaml.Node, depth int) (int, error) {
+		if depth > maxDepth {
+			return 0, fmt.Errorf("line %d: nested deeper than %d levels (aliases followed)", n.Line, maxDepth)
+		}
+		if v, ok := memo[n]; ok {
+			return v, nil
+		}
+		if open[n] {
+			return 0, fmt.Errorf("line %d: an alias refers to a node that contains it", n.Line)
+		}
+		open[n] = true
+		defer delete(open, n)
+		children, total := n.Content, 1
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			children, total = []*yaml.Node{n.Alias}, 0
+		}
+		for _, child := range children {
+			v, err := count(child, depth+1)
+			if err != nil {
+				return 0, err
+			}
+			if total += v; total > maxNodes {
+				return 0, sizeError(root)
+			}
+		}
+		memo[n] = total
+		return total, nil
+	}
+	_, err := count(root, 0)
+	return err
+}
+
+// sizeError says why a document is too large: its aliases, when the file itself has
+// fewer nodes than the cap.
+func sizeError(root *yaml.Node) error {
+	source := 0
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) { // aliases not followed: each parsed node once
+		source++
+		for _, child := range n.Content {
+			walk(child)
+		}
+	}
+	walk(root)
+	if source <= maxNodes {
+		return fmt.Errorf("excessive aliasing: more than %d nodes once aliases are expanded, from %d in the file", maxNodes, source)
+	}
+	return fmt.Errorf("too large to convert: %d nodes (at most %d)", source, maxNodes)
 }
 
 // yamlErrorLine finds "line N" in a go-yaml error.

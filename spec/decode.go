@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -295,7 +296,9 @@ func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
 				names = append(names, name)
 			}
 			msg := "unknown field"
-			if guess := closest(key, names); guess != "" {
+			if hint := msHint(key, value, fields); hint != "" {
+				msg += hint
+			} else if guess := closest(key, names); guess != "" {
 				msg += fmt.Sprintf(" (did you mean %s?)", guess)
 			}
 			w.c.structf(join(path, key), keyLine(n, key), "%s", msg)
@@ -474,4 +477,35 @@ func (c Command) IsEmpty() bool {
 		return len(c.List) == 0 || c.List[0] == ""
 	}
 	return strings.TrimSpace(c.String) == ""
+}
+
+// msHint suggests the _ms field for a key that names it without the unit, or in
+// seconds (term_timeout: 5s, timeout_seconds: 5), and what the value is in
+// milliseconds when it can tell: a Go duration, or a number of seconds.
+func msHint(key string, value *yaml.Node, fields map[string]reflect.Type) string {
+	base, seconds := key, false
+	for _, suffix := range []string{"_seconds", "_secs", "_sec", "_s"} {
+		if b, ok := strings.CutSuffix(key, suffix); ok {
+			base, seconds = b, true
+			break
+		}
+	}
+	name := base + "_ms"
+	if _, ok := fields[name]; !ok {
+		return ""
+	}
+	hint := fmt.Sprintf(" (did you mean %s? it takes milliseconds", name)
+	for value.Kind == yaml.AliasNode && value.Alias != nil {
+		value = value.Alias
+	}
+	if value.Kind == yaml.ScalarNode {
+		v := strings.TrimSpace(value.Value)
+		if d, err := time.ParseDuration(v); err == nil {
+			return fmt.Sprintf("%s: %d)", hint, d.Milliseconds())
+		}
+		if n, err := strconv.ParseFloat(v, 64); err == nil && seconds && n >= 0 && n < 1e12 {
+			return fmt.Sprintf("%s: %d)", hint, int64(n*1000))
+		}
+	}
+	return hint + ")"
 }

@@ -43,3 +43,25 @@ func TestSyntaxErrorLines(t *testing.T) {
 		})
 	}
 }
+
+// A field written without its _ms unit (or in seconds) is suggested with the unit, and
+// with the value in milliseconds where it reads as a duration.
+func TestMillisecondsHint(t *testing.T) {
+	tests := []struct{ field, want string }{
+		{"stop_policy: {term_timeout: 5s}", "containers[0].stop_policy.term_timeout: unknown field (did you mean term_timeout_ms? it takes milliseconds: 5000)"},
+		{"stop_policy: {wait_after: 1m30s}", "containers[0].stop_policy.wait_after: unknown field (did you mean wait_after_ms? it takes milliseconds: 90000)"},
+		{"restart_policy: {min_period: 250ms}", "containers[0].restart_policy.min_period: unknown field (did you mean min_period_ms? it takes milliseconds: 250)"},
+		{"restart_policy: {stable_after_seconds: 2}", "containers[0].restart_policy.stable_after_seconds: unknown field (did you mean stable_after_ms? it takes milliseconds: 2000)"},
+		{"restart_policy: {max_period: soon}", "containers[0].restart_policy.max_period: unknown field (did you mean max_period_ms? it takes milliseconds)"},
+		{"max_run_s: 3", "containers[0].max_run_s: unknown field (did you mean max_run_ms? it takes milliseconds: 3000)"},
+		{"liveness_probe: {exec: {command: x}, time_limit: {initial_delay: 2s}}", "containers[0].liveness_probe.time_limit.initial_delay: unknown field (did you mean initial_delay_ms? it takes milliseconds: 2000)"},
+		// Other typos still get the nearest name.
+		{"stop_policy: {term_timout_ms: 5}", "containers[0].stop_policy.term_timout_ms: unknown field (did you mean term_timeout_ms?)"},
+	}
+	for _, tt := range tests {
+		got := loadErrors(t, "containers:\n  - name: web\n    command: x\n    "+tt.field+"\n", nil)
+		if len(got) != 1 || !strings.HasSuffix(got[0], tt.want) {
+			t.Errorf("%s: errors %q, want %q", tt.field, got, tt.want)
+		}
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -370,4 +372,165 @@ func TestConvertTendSpecAndGarbage(t *testing.T) {
 			t.Errorf("convert %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", name, code, out, errOut, want)
 		}
 	}
+}
+
+// aliasedPC is a process-compose file of n processes, each an alias of the first,
+// whose environment is an alias of a list of m items: 22 KB for 1000 and 1000 that
+// expand to a million nodes.
+func aliasedPC(n, m int) string {
+	var b strings.Builder
+	b.WriteString("x-env: &e\n")
+	for i := range m {
+		fmt.Fprintf(&b, "  - K%d=v\n", i)
+	}
+	b.WriteString("processes:\n  p0: &p {command: 'true', environment: *e}\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "  p%d: *p\n", i)
+	}
+	return b.String()
+}
+
+// runMeasured runs tend with args in dir and returns its exit code, stderr, how long
+// it took and its peak RSS in KB.
+func runMeasured(t *testing.T, dir string, args ...string) (int, string, time.Duration, int64) {
+	t.Helper()
+	cmd := exec.Command(tendBin, args...)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	cmd.Wait()
+	timer.Stop()
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return cmd.ProcessState.ExitCode(), stderr.String(), time.Since(began), ru.Maxrss
+}
+
+// Foreign files of a few KB that expand to millions of nodes (aliases, numprocs) are
+// refused before anything is built: a clear error within seconds and in well under
+// 100 MB, by every command that reads them (they used to take 8 to 24 GB).
+func TestForeignBoundsMemory(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"pc22.yaml": aliasedPC(1000, 1000),
+		"pc46.yaml": aliasedPC(2000, 2000),
+		"pod.yaml":  "x: &w [{id: a, env: &e [" + strings.Repeat("{name: A, value: {literal_env: {value: v}}},", 500) + "]}]\nworkloads: [" + strings.Repeat("*w,", 2000) + "*w]\n",
+		"sv.conf":   "[program:a]\ncommand=true\nnumprocs=1000000\nprocess_name=a%(process_num)d\n",
+		"Procfile":  strings.Repeat("web: ./server\n", 60000),
+		"flow.yaml": "processes: [" + strings.Repeat("a,", 450000) + "a]\n",
+	}
+	want := map[string]string{
+		"pc22.yaml": "excessive aliasing", "pc46.yaml": "excessive aliasing", "pod.yaml": "excessive aliasing",
+		"sv.conf":  "[program:a].numprocs: numprocs 1000000: tend converts at most 1000 containers",
+		"Procfile": "too large to convert", "flow.yaml": "too large to convert",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range []string{"validate", "convert", "render"} {
+			code, errOut, took, rssKB := runMeasured(t, dir, cmd, name)
+			t.Logf("%s %s (%d KB): exit %d in %v, peak RSS %d MB", cmd, name, len(text)>>10, code, took.Round(time.Millisecond), rssKB>>10)
+			if code != 2 || !strings.Contains(errOut, want[name]) {
+				t.Errorf("%s %s: exit %d, stderr %.300s; want exit 2 and %q", cmd, name, code, errOut, want[name])
+			}
+			if took > 10*time.Second || rssKB > 100<<10 {
+				t.Errorf("%s %s took %v and %d MB, want seconds and under 100 MB", cmd, name, took, rssKB>>10)
+			}
+		}
+	}
+}
+
+// corpusFiles are the foreign fixtures as files: examples/foreign, convert/testdata and
+// spec's fuzz seeds (decoded), name -> content.
+func corpusFiles(t *testing.T) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	for _, dir := range []string{foreignDir, "../convert/testdata"} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				files[e.Name()] = string(b)
+			}
+		}
+	}
+	seeds, err := filepath.Glob("../spec/testdata/fuzz/FuzzLoad/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seed := range seeds {
+		b, err := os.ReadFile(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, arg, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+		text, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(arg, "[]byte("), ")"))
+		if err != nil {
+			t.Fatalf("%s: %v", seed, err)
+		}
+		files["fuzz-"+filepath.Base(seed)+".yaml"] = text
+	}
+	return files
+}
+
+// Every fixture converts to a spec that tend validate accepts: convert, then validate,
+// exit 0 both; only the fixtures listed fail, as they are meant to.
+func TestEveryConversionValidates(t *testing.T) {
+	failing := map[string]string{ // name -> what convert says
+		"fuzz-166a6847e4677e2e.yaml": "must be a mapping",
+		"fuzz-a72b0c20ebe72947.yaml": "must be a mapping",
+		"fuzz-ba4542affb897e93.yaml": "common.env",
+	}
+	dir := t.TempDir()
+	files := corpusFiles(t)
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runCLI(t, dir, "convert", name)
+		if why, ok := failing[name]; ok {
+			if code != 2 || !strings.Contains(errOut, why) {
+				t.Errorf("convert %s: exit %d, stderr %s; want exit 2 and %q", name, code, errOut, why)
+			}
+			continue
+		}
+		if code != 0 {
+			t.Errorf("convert %s: exit %d\n%s", name, code, errOut)
+			continue
+		}
+		converted := name + ".tend.yaml"
+		if err := os.WriteFile(filepath.Join(dir, converted), []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, errOut, code := runCLI(t, dir, "validate", converted); code != 0 {
+			t.Errorf("convert %s, then validate: exit %d\n%s\n%s", name, code, errOut, out)
+		}
+	}
+	if len(files) < 15 {
+		t.Errorf("only %d fixtures", len(files))
+	}
+}
+
+// A process-compose command runs with bash, as process-compose runs it: brace
+// expansion and [[ ]] work.
+func TestProcessComposeCommandRunsWithBash(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash here")
+	}
+	tp := start(t, "processes:\n  brace:\n    command: \"echo {1..3}; [[ -n x ]] && echo bash-ok\"\n    availability: {restart: always, backoff_seconds: 100}\n")
+	waitFor(t, 10*time.Second, "bash's output", func() (bool, string) {
+		out := unpadded(tp.stdout.String())
+		return strings.Contains(out, "brace | 1 2 3\n") && strings.Contains(out, "brace | bash-ok\n"), out
+	})
+	termAndWait(t, tp, 30*time.Second)
 }
