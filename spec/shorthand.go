@@ -118,6 +118,7 @@ func durationMs(c *collector, path string, o Opt[string]) (Opt[int64], bool) {
 	return Opt[int64]{}, false
 }
 
+// isNumber tells a bare number (period: 2), which needs only a unit, from other text.
 func isNumber(s string) bool {
 	_, err := strconv.ParseFloat(s, 64)
 	return err == nil
