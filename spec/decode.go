@@ -68,6 +68,7 @@ func decode(data []byte, c *collector) (*Spec, error) {
 		// The walker checks everything Decode does; this is a safety net.
 		return nil, yamlError(err)
 	}
+	expandTimings(&s, c)
 	return &s, nil
 }
 
@@ -300,6 +301,9 @@ func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
 				msg += hint
 			} else if guess := closest(key, names); guess != "" {
 				msg += fmt.Sprintf(" (did you mean %s?)", guess)
+			}
+			if hint := kubernetesHint(key, value, fields); hint != "" {
+				msg = "unknown field" + hint
 			}
 			w.c.structf(join(path, key), keyLine(n, key), "%s", msg)
 			return

@@ -69,6 +69,9 @@ func (g *schemaGen) of(t reflect.Type, owner, name string) map[string]any {
 	default:
 		panic("spec.Schema: no schema for " + t.String())
 	}
+	if pattern, ok := schemaPatterns[key]; ok {
+		s = map[string]any{"type": "string", "pattern": pattern}
+	}
 	if enum, ok := schemaEnums[key]; ok {
 		s = map[string]any{"enum": enum}
 	}
@@ -85,6 +88,7 @@ func (g *schemaGen) of(t reflect.Type, owner, name string) map[string]any {
 func (g *schemaGen) object(t reflect.Type) map[string]any {
 	props := map[string]any{}
 	var required []string
+	timing := false
 	var add func(t reflect.Type)
 	add = func(t reflect.Type) {
 		for i := range t.NumField() {
@@ -94,6 +98,7 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 			}
 			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 			if strings.Contains(opts, "inline") {
+				timing = timing || f.Type == reflect.TypeFor[Timing]()
 				add(f.Type)
 				continue
 			}
@@ -114,6 +119,10 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 	if d, ok := schemaDescriptions[t.Name()]; ok {
 		s["description"] = d
 	}
+	if timing { // the shorthand excludes time_limit, as validation says
+		notWithTimeLimit := map[string]any{"not": map[string]any{"required": []any{"time_limit"}}}
+		s["dependentSchemas"] = map[string]any{"period": notWithTimeLimit, "initial_delay": notWithTimeLimit, "timeout": notWithTimeLimit}
+	}
 	return s
 }
 
@@ -124,6 +133,17 @@ func scalarSchema() map[string]any {
 
 // schemaOptional are fields without omitempty that a spec may leave out.
 var schemaOptional = map[string]bool{"Spec.instance": true, "Spec.containers": true}
+
+// durationPattern is a duration of time.ParseDuration that is not negative (a
+// sub-millisecond remainder is left to validation).
+const durationPattern = `^\+?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)$`
+
+// schemaPatterns are the string fields with a fixed form.
+var schemaPatterns = map[string]string{
+	"Timing.period":        durationPattern,
+	"Timing.initial_delay": durationPattern,
+	"Timing.timeout":       durationPattern,
+}
 
 // schemaEnums are the fields with a fixed set of values.
 var schemaEnums = map[string][]any{
@@ -229,6 +249,9 @@ var schemaDescriptions = map[string]string{
 	"TimeLimit.restart_period_scale_ms": "default 0 (a fixed period)",
 	"TimeLimit.restart_period_back_off": "default 1",
 	"TimeLimit.max_execution_time_ms":   "a run longer than this is killed (probes: the request's timeout); default 1000 for probes, 10000 for handlers, none (0) for init",
+	"Timing.period":                     "tend's shorthand: a fixed period (2s, 500ms) from the start of one run to the start of the next, time_limit's min_restart_period_ms and max_restart_period_ms; not with time_limit",
+	"Timing.initial_delay":              "tend's shorthand: a duration (5s) before the first run, time_limit's initial_delay_ms; not with time_limit",
+	"Timing.timeout":                    "tend's shorthand: a run longer than this duration (1s) is killed, time_limit's max_execution_time_ms; not with time_limit",
 
 	"HTTPGet.scheme":          "https does TLS without verifying the certificate",
 	"HTTPGet.port":            "default: instance.port ({NAME} substituted)",

@@ -104,6 +104,10 @@ func TestSchemaChecks(t *testing.T) {
 		{"containers: [{name: db, command: x}, {name: web, command: x, depends_on: {db: ready}}]", true},
 		{"containers: [{name: web, command: x, depends_on: {db: up}}]", false},
 		{"bogus: 1", false},
+		{"containers: [{name: web, command: x, liveness_probe: {exec: {command: x}, period: 2s, initial_delay: 1m30s, timeout: 500ms}}]", true},
+		{"containers: [{name: web, command: x, stop_policy: {period: 2s, time_limit: {}}}]", false},
+		{"containers: [{name: web, command: x, readiness_probe: {exec: {command: x}, period: 2}}]", false},
+		{"containers: [{name: web, command: x, readiness_probe: {exec: {command: x}, period: -1s}}]", false},
 	}
 	for _, tt := range tests {
 		err := schema.Validate(yamlAsJSON(t, []byte(tt.doc)))

@@ -83,6 +83,9 @@ type InitContainer struct {
 	Group      string            `yaml:"group,omitempty" json:"group,omitempty"`
 	Rlimits    map[string]Rlimit `yaml:"rlimits,omitempty" json:"rlimits,omitempty"`
 
+	// Timing is the shorthand of TimeLimit (shorthand.go).
+	Timing `yaml:",inline" json:",inline"`
+
 	ident *Identity // resolved by Load (identity.go)
 }
 
@@ -90,6 +93,9 @@ type InitContainer struct {
 type InitCommand struct {
 	Command   Command    `yaml:"command" json:"command"`
 	TimeLimit *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
+
+	// Timing is the shorthand of TimeLimit (shorthand.go).
+	Timing `yaml:",inline" json:",inline"`
 }
 
 // Container is one supervised process (docs/reference.md "Running").
@@ -249,6 +255,9 @@ type Probe struct {
 	TimeLimit        *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
 	FailureThreshold Opt[int]   `yaml:"failure_threshold,omitempty" json:"failure_threshold,omitzero"`
 	SuccessThreshold Opt[int]   `yaml:"success_threshold,omitempty" json:"success_threshold,omitzero"`
+
+	// Timing is the shorthand of TimeLimit (shorthand.go).
+	Timing `yaml:",inline" json:",inline"`
 }
 
 // StopPolicy is the stop handler and the timings of the stop sequence (docs/reference.md "Stop sequence").
@@ -259,6 +268,9 @@ type StopPolicy struct {
 	TimeLimit     *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
 	WaitAfterMs   Opt[int64] `yaml:"wait_after_ms,omitempty" json:"wait_after_ms,omitzero"`
 	TermTimeoutMs Opt[int64] `yaml:"term_timeout_ms,omitempty" json:"term_timeout_ms,omitzero"`
+
+	// Timing is the shorthand of TimeLimit (shorthand.go).
+	Timing `yaml:",inline" json:",inline"`
 }
 
 // Policy is a handler retried up to MaxTries with TimeLimit between tries: destroy
@@ -267,6 +279,9 @@ type Policy struct {
 	Handler   `yaml:",inline" json:",inline"`
 	MaxTries  Opt[int]   `yaml:"max_tries,omitempty" json:"max_tries,omitzero"`
 	TimeLimit *TimeLimit `yaml:"time_limit,omitempty" json:"time_limit,omitempty"`
+
+	// Timing is the shorthand of TimeLimit (shorthand.go).
+	Timing `yaml:",inline" json:",inline"`
 }
 
 // Log is an optional log file with size rotation, and the lines kept in memory for
