@@ -63,7 +63,6 @@ type Container struct {
 	started atomic.Bool // a process of it has started (depends_on: started)
 	done    chan struct{}
 	logFile *LogFile
-	notify  *notifySocket // NOTIFY_SOCKET when a probe uses systemd's protocol
 }
 
 type commandKind int
@@ -104,14 +103,6 @@ func New(cfg Config) (*Container, error) {
 		f.Report(cfg.Log.With().Str("container", cfg.Spec.Name).Logger(), changed)
 		c.logFile = f
 	}
-	if notifyProbe(cfg.Spec) != nil {
-		s, err := openNotifySocket(cfg.Spec.Name)
-		if err != nil {
-			c.Discard()
-			return nil, err
-		}
-		c.notify = s
-	}
 	st := initialStatus(cfg.Spec, cfg.StoppedByRequest, time.Now())
 	if cfg.Held && st.State == status.Waiting {
 		st.Ready.Set(false, "Waiting", "waiting for its depends_on conditions", time.Now())
@@ -124,9 +115,6 @@ func New(cfg Config) (*Container, error) {
 func (c *Container) Discard() {
 	if c.logFile != nil {
 		c.logFile.Close()
-	}
-	if c.notify != nil {
-		c.notify.close()
 	}
 }
 

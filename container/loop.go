@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tend-sh/tend/internal/stall"
 	"github.com/tend-sh/tend/probes"
 	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/restart"
@@ -77,9 +78,9 @@ type loop struct {
 	probeCancel  context.CancelFunc
 	probeEvents  chan probes.Event
 	health       runHealth
-	notifyMsgs   chan notifyMsg   // from the container's notify socket
+	notifyMsgs   chan notifyMsg   // from the notify socket of a run
 	readySignals chan readySignal // READY=1, a notification newline, a matching line
-	watchdog     *time.Timer      // notify watchdog_ms
+	watchdog     *stall.Timer     // notify watchdog_ms
 	watchdogC    <-chan time.Time
 	deadline     *time.Timer // max_run_ms
 	deadlineC    <-chan time.Time
@@ -116,9 +117,6 @@ func newLoop(c *Container) *loop {
 }
 
 func (l *loop) run(ctx context.Context) {
-	if l.c.notify != nil {
-		go l.c.notify.serve(l.notifyMsgs, l.c.done)
-	}
 	if l.st.TargetState != spec.TargetRemoved && !l.cfg.Held {
 		l.begin()
 	}

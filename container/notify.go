@@ -13,11 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// notifySocket is a container's NOTIFY_SOCKET (systemd's sd_notify protocol, README
-// "Readiness by notification"): a unix datagram socket in the abstract namespace, of
-// this container alone, kept across its restarts. The kernel stamps every datagram
-// with the sender's credentials (SO_PASSCRED); a message is believed only from a
-// process in the container's process group.
+// notifySocket is the NOTIFY_SOCKET of a run of a container (systemd's sd_notify
+// protocol, docs/reference.md "Readiness by notification"): a unix datagram socket in
+// the abstract namespace, of this run alone. The kernel stamps every datagram with
+// the sender's credentials (SO_PASSCRED); a message is believed only from the run's
+// process or a process in its process group.
 type notifySocket struct {
 	conn *net.UnixConn
 	addr string // "@tend-..." as NOTIFY_SOCKET names it
@@ -25,9 +25,9 @@ type notifySocket struct {
 
 // notifyMsg is one datagram of a believable sender.
 type notifyMsg struct {
+	run  uint64            // the run whose socket it came on
 	pid  int               // the sender
 	pgrp int               // its process group; 0 when it exited before it could be read
-	uid  int               // its user
 	keys map[string]string // READY=1, STATUS=..., STOPPING=1, WATCHDOG=1 ...
 }
 
@@ -59,8 +59,9 @@ func openNotifySocket(container string) (*notifySocket, error) {
 }
 
 // serve reads datagrams until the socket is closed and sends each one with its
-// sender's credentials to out; done stops the sending when nobody reads any more.
-func (s *notifySocket) serve(out chan<- notifyMsg, done <-chan struct{}) {
+// sender's credentials, tagged with run, to out; done stops the sending when nobody
+// reads any more.
+func (s *notifySocket) serve(out chan<- notifyMsg, done <-chan struct{}, run uint64) {
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
 	for {
@@ -72,7 +73,7 @@ func (s *notifySocket) serve(out chan<- notifyMsg, done <-chan struct{}) {
 		if cred == nil {
 			continue
 		}
-		msg := notifyMsg{pid: int(cred.Pid), uid: int(cred.Uid), pgrp: processGroup(int(cred.Pid)), keys: parseNotify(buf[:n])}
+		msg := notifyMsg{run: run, pid: int(cred.Pid), pgrp: processGroup(int(cred.Pid)), keys: parseNotify(buf[:n])}
 		select {
 		case out <- msg:
 		case <-done:

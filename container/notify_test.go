@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// A datagram on the notify socket arrives with its sender's pid, process group and
-// user, its KEY=VALUE lines split.
+// A datagram on the notify socket arrives with its sender's pid and process group and
+// the run of the socket, its KEY=VALUE lines split.
 func TestNotifySocketCredentials(t *testing.T) {
 	s, err := openNotifySocket("web")
 	if err != nil {
@@ -19,7 +19,7 @@ func TestNotifySocketCredentials(t *testing.T) {
 	out := make(chan notifyMsg, 1)
 	done := make(chan struct{})
 	defer close(done)
-	go s.serve(out, done)
+	go s.serve(out, done, 1)
 	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: s.addr, Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)
@@ -30,8 +30,8 @@ func TestNotifySocketCredentials(t *testing.T) {
 	}
 	select {
 	case m := <-out:
-		if m.pid != os.Getpid() || m.pgrp != syscall.Getpgrp() || m.uid != os.Getuid() {
-			t.Errorf("credentials pid %d pgrp %d uid %d, want %d %d %d", m.pid, m.pgrp, m.uid, os.Getpid(), syscall.Getpgrp(), os.Getuid())
+		if m.pid != os.Getpid() || m.pgrp != syscall.Getpgrp() || m.run != 1 {
+			t.Errorf("pid %d pgrp %d run %d, want %d %d 1", m.pid, m.pgrp, m.run, os.Getpid(), syscall.Getpgrp())
 		}
 		if m.keys["READY"] != "1" || m.keys["STATUS"] != "warming up: 3/4" || len(m.keys) != 2 {
 			t.Errorf("keys %v", m.keys)

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tend-sh/tend/internal/stall"
 	"github.com/tend-sh/tend/probes"
 	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/spec"
@@ -34,16 +35,17 @@ type runHealth struct {
 	startupPassed bool
 	readyPending  bool // the readiness signal came before the startup probe passed
 	startupCancel context.CancelFunc
-	notifyFD      *os.File // the read end of s6's notification pipe
+	notifyFD      *os.File      // the read end of s6's notification pipe
+	notify        *notifySocket // NOTIFY_SOCKET when a probe uses systemd's protocol
 }
 
 // processEnv is the environment of the container's processes: the configured one,
 // and NOTIFY_SOCKET and WATCHDOG_USEC when a probe uses systemd's protocol.
 func (l *loop) processEnv() []string {
-	if l.c.notify == nil {
+	if l.health.notify == nil {
 		return l.cfg.Env
 	}
-	env := append(append([]string(nil), l.cfg.Env...), "NOTIFY_SOCKET="+l.c.notify.addr)
+	env := append(append([]string(nil), l.cfg.Env...), "NOTIFY_SOCKET="+l.health.notify.addr)
 	if ms := l.watchdogMs(); ms > 0 {
 		env = append(env, "WATCHDOG_USEC="+strconv.FormatInt(ms*1000, 10))
 	}
@@ -67,12 +69,15 @@ func (l *loop) watchdogMs() int64 {
 	return 0
 }
 
-// startHooks is what a run needs before it starts: the log_line matchers and s6's
-// notification pipe. The returned files go to the child.
+// startHooks is what a run needs before it starts: the log_line matchers, s6's
+// notification pipe and systemd's notify socket. The returned files go to the child.
 func (l *loop) startHooks() ([]*LineMatch, map[int]*os.File, error) {
 	var ms []*LineMatch
 	var files map[int]*os.File
 	run := l.runID + 1 // the id the run about to start gets
+	if err := l.openNotify(run); err != nil {
+		return nil, nil, err
+	}
 	for _, p := range []*spec.Probe{l.sc.StartupProbe, l.sc.ReadinessProbe} {
 		if p == nil {
 			continue
@@ -94,6 +99,24 @@ func (l *loop) startHooks() ([]*LineMatch, map[int]*os.File, error) {
 		}
 	}
 	return ms, files, nil
+}
+
+// openNotify opens the notify socket of run, when a probe uses systemd's protocol.
+// Each run gets a socket of its own, closed when it ends (stopHealth): a datagram an
+// earlier run sent just before it exited (READY=1, then exit) dies with that run's
+// socket, in the kernel, instead of being read once the next run has started. A
+// drain of one kept socket at each start would race with the goroutine reading it.
+func (l *loop) openNotify(run uint64) error {
+	if notifyProbe(l.sc) == nil {
+		return nil
+	}
+	s, err := openNotifySocket(l.sc.Name)
+	if err != nil {
+		return err
+	}
+	l.health.notify = s
+	go s.serve(l.notifyMsgs, l.c.done, run)
+	return nil
 }
 
 // sendSignal hands a readiness signal to the loop without blocking the output path.
@@ -129,7 +152,7 @@ func (l *loop) startHealth() {
 		l.startRunProbes(ctx)
 	}
 	if ms := l.watchdogMs(); ms > 0 {
-		l.watchdog = time.NewTimer(time.Duration(ms) * time.Millisecond)
+		l.watchdog = stall.NewTimer(time.Duration(ms) * time.Millisecond)
 		l.watchdogC = l.watchdog.C
 	}
 	if d := spec.Ms(l.sc.MaxRunMs); d > 0 {
@@ -182,11 +205,15 @@ func (l *loop) stopHealth() {
 	if l.health.notifyFD != nil {
 		l.health.notifyFD.Close()
 	}
+	if l.health.notify != nil {
+		l.health.notify.close()
+	}
 	l.health = runHealth{}
-	for _, t := range []*time.Timer{l.watchdog, l.deadline} {
-		if t != nil {
-			t.Stop()
-		}
+	if l.watchdog != nil {
+		l.watchdog.Stop()
+	}
+	if l.deadline != nil {
+		l.deadline.Stop()
 	}
 	l.watchdog, l.watchdogC, l.deadline, l.deadlineC = nil, nil, nil, nil
 }
@@ -255,7 +282,7 @@ func (l *loop) becomeReady(what string) {
 
 // onNotify handles a datagram on the notify socket.
 func (l *loop) onNotify(m notifyMsg) {
-	if l.state != status.Running || !l.believe(m) {
+	if l.state != status.Running || m.run != l.runID || !l.believe(m) {
 		return
 	}
 	np := notifyProbe(l.sc)
@@ -283,25 +310,35 @@ func (l *loop) onNotify(m notifyMsg) {
 	}
 }
 
-// believe reports whether a notify message comes from this container: a process in
-// its process group, or, when the sender exited before tend could look at it, a
-// process of the same user (docs/reference.md "Readiness by notification").
+// believe reports whether a notify message comes from the running process: itself
+// (though it left its process group) or a process of its group (docs/reference.md
+// "Readiness by notification"). A sender that exited before tend could look up its
+// group is not believed: it may as well have been a process of an earlier run, or
+// of another container of the same user.
 func (l *loop) believe(m notifyMsg) bool {
 	switch {
 	case m.pid == 0:
 		// A sender outside tend's PID namespace: never one of its containers.
-	case m.pgrp == l.proc.Pid():
-		return true
-	case m.pgrp == 0 && m.uid == l.uid():
+	case m.pid == l.proc.Pid(), m.pgrp == l.proc.Pid():
 		return true
 	}
 	l.log.Debug().Int("pid", m.pid).Int("pgrp", m.pgrp).Msg("notify message from outside the container ignored")
 	return false
 }
 
+// onWatchdog kills a process whose watchdog_ms passed without a WATCHDOG=1, unless
+// the timer fired late: then tend was frozen, the WATCHDOG=1s the process sent
+// meanwhile wait unread on the notify socket, and a fresh period lets them be read
+// before anything is judged.
 func (l *loop) onWatchdog() {
-	l.watchdogC = nil
-	if l.state == status.Running && l.killReason == "" {
+	switch {
+	case l.state != status.Running || l.killReason != "":
+		l.watchdogC = nil // the run is ending: nothing to watch
+	case l.watchdog.FiredLate():
+		l.log.Warn().Msg("the watchdog timer fired late, tend was frozen: a fresh watchdog period")
+		l.watchdog.Reset(time.Duration(l.watchdogMs()) * time.Millisecond)
+	default:
+		l.watchdogC = nil
 		l.kill(fmt.Sprintf("watchdog timeout: no WATCHDOG=1 for %d ms", l.watchdogMs()))
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tend-sh/tend/internal/stall"
 	"github.com/tend-sh/tend/spec"
 )
 
@@ -256,23 +257,7 @@ func Run(ctx context.Context, c Cmd, timeout time.Duration) Exit {
 	if err != nil {
 		return Exit{Code: -1, StartErr: err}
 	}
-	var expired <-chan time.Time
-	if timeout > 0 {
-		timer := time.NewTimer(timeout)
-		defer timer.Stop()
-		expired = timer.C
-	}
-	timedOut := false
-	select {
-	case <-p.Done():
-	case <-expired:
-		select {
-		case <-p.Done(): // exited just as the timer fired: that is not a timeout
-		default:
-			timedOut = true
-		}
-	case <-ctx.Done():
-	}
+	timedOut := waitExit(ctx, p, timeout)
 	// On timeout or cancellation this kills the process; after an exit, whatever it
 	// left in its group. A fork racing with the kill fails, so nothing survives it.
 	p.SignalGroup(syscall.SIGKILL)
@@ -285,6 +270,40 @@ func Run(ctx context.Context, c Cmd, timeout time.Duration) Exit {
 		e.TimeLimit = timeout
 	}
 	return e
+}
+
+// waitExit waits for p to exit, at most timeout (0: none) and until ctx is done, and
+// reports whether the time limit passed first. A limit that fired late
+// (stall.Timer) is set again for a fresh timeout: tend was frozen, and a child that
+// exited meanwhile is reaped only now.
+func waitExit(ctx context.Context, p *Process, timeout time.Duration) (timedOut bool) {
+	if timeout <= 0 {
+		select {
+		case <-p.Done():
+		case <-ctx.Done():
+		}
+		return false
+	}
+	timer := stall.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case <-p.Done():
+			return false
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+		}
+		select {
+		case <-p.Done(): // exited just as the timer fired: that is not a timeout
+			return false
+		default:
+		}
+		if !timer.FiredLate() {
+			return true
+		}
+		timer.Reset(timeout)
+	}
 }
 
 // BecomeSubreaper makes this process a child subreaper (PR_SET_CHILD_SUBREAPER), so

@@ -23,8 +23,9 @@ func init() {
 }
 
 // notifyHelper speaks systemd's notify protocol on $NOTIFY_SOCKET: it sends each
-// argument as one datagram ("STATUS=warming up", "READY=1"), "sleep:MS" waits, and
-// "pings" sends WATCHDOG=1 every half WATCHDOG_USEC. Then it sleeps until killed.
+// argument as one datagram ("STATUS=warming up", "READY=1"), "sleep:MS" waits,
+// "pings" sends WATCHDOG=1 every half WATCHDOG_USEC ("pings:MS" every MS), and
+// "runs:FILE:N" counts this run in FILE (runHelper). Then it sleeps until killed.
 func notifyHelper(args []string) int {
 	addr := os.Getenv("NOTIFY_SOCKET")
 	if strings.HasPrefix(addr, "@") {
@@ -40,14 +41,23 @@ func notifyHelper(args []string) int {
 		case strings.HasPrefix(a, "sleep:"):
 			ms, _ := strconv.Atoi(strings.TrimPrefix(a, "sleep:"))
 			time.Sleep(time.Duration(ms) * time.Millisecond)
-		case a == "pings":
+		case a == "pings" || strings.HasPrefix(a, "pings:"):
 			usec, _ := strconv.Atoi(os.Getenv("WATCHDOG_USEC"))
+			every := time.Duration(usec/2) * time.Microsecond
+			if ms, ok := strings.CutPrefix(a, "pings:"); ok {
+				n, _ := strconv.Atoi(ms)
+				every = time.Duration(n) * time.Millisecond
+			}
 			go func() {
 				for {
-					time.Sleep(time.Duration(usec/2) * time.Microsecond)
+					time.Sleep(every)
 					c.Write([]byte("WATCHDOG=1"))
 				}
 			}()
+		case strings.HasPrefix(a, "runs:"):
+			if code, exit := runHelper(c, strings.TrimPrefix(a, "runs:")); exit {
+				return code
+			}
 		default:
 			if _, err := c.Write([]byte(a)); err != nil {
 				fmt.Fprintln(os.Stderr, "notify helper:", err)

@@ -1,0 +1,85 @@
+package tests
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tend-sh/tend/status"
+)
+
+// frozenSpecs: a container kept alive by its WATCHDOG=1s, and one by an exec liveness
+// probe whose check (a sleep) is nearly always in flight, so that a freeze of tend
+// lands in the middle of one: its child exits while tend is frozen, well within the
+// time limit.
+var frozenSpecs = map[string]string{
+	"pinging": `
+containers:
+  - name: pinging
+    command: ["{SELF}", "READY=1", "pings:100"]
+    readiness_probe: {notify: {watchdog_ms: 500}}
+`,
+	"probed": `
+containers:
+  - name: probed
+    command: [sleep, "600"]
+    liveness_probe:
+      exec: {command: [sleep, "0.3"]}
+      time_limit: {max_execution_time_ms: 1000, min_restart_period_ms: 20, max_restart_period_ms: 20}
+`,
+}
+
+// freezeTend SIGSTOPs tend (its own pid, not the PID 1 namespace's unshare) for d, then
+// SIGCONTs it; its children run on meanwhile.
+func freezeTend(t *testing.T, tp *tend, d time.Duration) {
+	t.Helper()
+	pid := tp.pid()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP tend: %v", err)
+	}
+	time.Sleep(d)
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatalf("SIGCONT tend: %v", err)
+	}
+}
+
+// frozenTend runs frozenSpecs[name], freezes tend n times for d, and fails unless
+// the container is still its first process, alive, after each.
+func frozenTend(t *testing.T, name string, n int, d time.Duration) {
+	tp := startLifecycle(t, frozenSpecs[name])
+	doc := tp.waitStatus(10*time.Second, name+" up", func(d status.Document) bool {
+		c := containerStatus(d, name)
+		return c.Alive.True() && c.Pid != nil && (name != "pinging" || c.Ready.True())
+	})
+	pid := *containerStatus(doc, name).Pid
+	for i := 0; i < n; i++ {
+		freezeTend(t, tp, d)
+		// Longer than a watchdog period and a check: a kill would have happened.
+		time.Sleep(1500 * time.Millisecond)
+		doc, ok := tp.status()
+		if !ok {
+			t.Fatal("tend not answering after the freeze")
+		}
+		if c := containerStatus(doc, name); c.Restarts != 0 || c.Pid == nil || *c.Pid != pid || !c.Alive.True() {
+			t.Fatalf("after freeze %d: restarts %d, last_exit %+v, alive %+v", i+1, c.Restarts, c.LastExit, c.Alive)
+		}
+	}
+	if name == "pinging" && !strings.Contains(tp.stderr.String(), "tend was frozen") {
+		t.Errorf("no log line says tend was frozen")
+	}
+}
+
+// A frozen tend (SIGSTOP, a VM pause, a checkpoint and restore) must not kill a
+// healthy container when it resumes: its watchdog timer fires late, before it has
+// read the WATCHDOG=1s queued on the notify socket. It gets a fresh period instead.
+// Two freezes of 3 s, six watchdog periods each.
+func TestFrozenTendKeepsWatchdog(t *testing.T) {
+	frozenTend(t, "pinging", 2, 3*time.Second)
+}
+
+// Nor may it kill one whose exec check's child exited while tend was frozen: the
+// check's time limit fires late, before the exit is reaped.
+func TestFrozenTendKeepsExecProbed(t *testing.T) {
+	frozenTend(t, "probed", 3, 2*time.Second)
+}
