@@ -19,6 +19,7 @@ const leftoverKillTimeout = 5 * time.Second
 
 // Group is the cgroup of one container or init container, in every hierarchy tend uses.
 // With cgroups off every method does nothing (SetLimits reports each limit unapplied).
+// A Group belongs to its container's goroutine: its methods are not safe to call at once.
 type Group struct {
 	mode   Mode
 	reason string // why mode is off
