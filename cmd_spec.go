@@ -78,7 +78,7 @@ func specArg(c *cli.Context) (string, error) {
 // loadOptions are the spec.Options of every command: tend's environment, the
 // hostname, the cgroup limits and the --var NAME=VALUE list.
 func loadOptions(vars []string) (spec.Options, error) {
-	opts := spec.Options{Environ: os.Environ(), Limits: cgroup.Limits(), Vars: map[string]string{}}
+	opts := spec.Options{Environ: os.Environ(), Limits: cgroup.OwnLimits(), Vars: map[string]string{}}
 	for _, v := range vars {
 		name, value, ok := strings.Cut(v, "=")
 		if !ok || name == "" {

@@ -1,7 +1,8 @@
-// Package cgroup reads the CPU and memory limits and guarantees of tend's own cgroup
-// (v2, with a v1 fallback) as the CPU_LIMIT, CPU_GUARANTEE, MEM_LIMIT and MEM_GUARANTEE
-// environment variables of instancectl. Reading is pure parsing under a filesystem
-// root, so tests run on fixture trees.
+// Package cgroup owns tend's cgroups: the tree under tend's starting cgroup where each
+// container gets a group of its own (v2, v1, or off with a reason), with its limits, its
+// usage and a kill that nothing in it escapes. It also reads the limits of tend's own
+// cgroup as instancectl's CPU_LIMIT, CPU_GUARANTEE, MEM_LIMIT and MEM_GUARANTEE
+// variables; everything works under a filesystem root, so tests run on fixture trees.
 package cgroup
 
 import (
@@ -31,11 +32,12 @@ const (
 	unlimitedV1 = 1 << 60
 )
 
-// Limits reads the limits of the running process's cgroup. Only limits that are set
-// appear; an unreadable or absent cgroup gives an empty map.
-func Limits() map[string]string { return Read("/") }
+// OwnLimits reads the limits of the running process's cgroup as instancectl's
+// variables. Only limits that are set appear; an unreadable or absent cgroup gives an
+// empty map.
+func OwnLimits() map[string]string { return Read("/") }
 
-// Read is Limits with /proc and /sys under root.
+// Read is OwnLimits with /proc and /sys under root.
 func Read(root string) map[string]string {
 	out := map[string]string{}
 	paths := selfCgroups(root)

@@ -1,0 +1,133 @@
+package cgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// killRecheck is how often the freeze-and-kill loop looks again at what is left.
+const killRecheck = 10 * time.Millisecond
+
+// Kill ends every process in the group, however it was started (setsid, double fork),
+// and returns when the group is empty or ctx ends (SPEC §12.3). On v2 the kernel kills
+// them all at once (cgroup.kill, Linux 5.14); elsewhere the group is frozen so nothing in
+// it can fork, every process gets SIGKILL, and it is thawed so they die, until empty.
+func (g *Group) Kill(ctx context.Context) error {
+	switch g.mode {
+	case ModeOff:
+		return nil
+	case ModeV2:
+		dir := g.places[0].dir
+		if exists(filepath.Join(dir, "cgroup.kill")) {
+			if err := writeFile(dir, "cgroup.kill", "1"); err != nil {
+				return fmt.Errorf("kill cgroup %s: %w", g.path, err)
+			}
+			return waitEmpty(ctx, dir)
+		}
+	}
+	return g.freezeKill(ctx)
+}
+
+// waitEmpty returns when cgroup.events says "populated 0". The kernel signals a change
+// of that file as a modification, so this waits on inotify, not on a timer.
+func waitEmpty(ctx context.Context, dir string) error {
+	events := filepath.Join(dir, "cgroup.events")
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", events, err)
+	}
+	// Non-blocking, so os.File waits in Go's poller and a deadline can interrupt it.
+	f := os.NewFile(uintptr(fd), "inotify")
+	defer f.Close()
+	if _, err := unix.InotifyAddWatch(fd, events, unix.IN_MODIFY); err != nil {
+		return waitGone(err, events)
+	}
+	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	buf := make([]byte, 4096)
+	for {
+		data, err := os.ReadFile(events)
+		if err != nil {
+			return waitGone(err, events)
+		}
+		if populated(string(data)) == "0" {
+			return nil
+		}
+		if _, err := f.Read(buf); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("wait for %s to empty: %w", dir, ctx.Err())
+			}
+			return fmt.Errorf("watch %s: %w", events, err)
+		}
+	}
+}
+
+// waitGone treats a cgroup removed meanwhile as empty.
+func waitGone(err error, events string) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("watch %s: %w", events, err)
+}
+
+// populated is the value of "populated" in a cgroup.events text.
+func populated(events string) string {
+	for _, line := range strings.Split(events, "\n") {
+		if v, ok := strings.CutPrefix(line, "populated "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// freezeKill kills what is in the group by freeze, SIGKILL, thaw, until it is empty.
+// v1 has no cgroup.kill and no event when a cgroup empties (only a release_agent, one
+// program for the whole host), so this looks again every killRecheck: killed processes
+// are gone within a few rounds, and ctx bounds the rest.
+func (g *Group) freezeKill(ctx context.Context) error {
+	tick := time.NewTicker(killRecheck)
+	defer tick.Stop()
+	for {
+		pids, err := g.pids()
+		if err != nil {
+			return fmt.Errorf("kill cgroup %s: %w", g.path, err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		g.freeze(true)
+		// Again, with the group frozen: a process forked before the freeze took hold.
+		pids, _ = g.pids()
+		for _, pid := range pids {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		g.freeze(false)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kill cgroup %s: %w (%d processes left)", g.path, ctx.Err(), len(pids))
+		case <-tick.C:
+		}
+	}
+}
+
+// freeze freezes or thaws the group, where a freezer is (cgroup.freeze on v2, the
+// freezer hierarchy on v1). Without one the loop in freezeKill still ends, by rounds.
+func (g *Group) freeze(on bool) {
+	if g.mode == ModeV2 {
+		if dir := g.places[0].dir; exists(filepath.Join(dir, "cgroup.freeze")) {
+			writeFile(dir, "cgroup.freeze", map[bool]string{true: "1", false: "0"}[on])
+		}
+		return
+	}
+	if dir := dirOf(g.places, "freezer"); dir != "" {
+		writeFile(dir, "freezer.state", map[bool]string{true: "FROZEN", false: "THAWED"}[on])
+	}
+}

@@ -1,0 +1,77 @@
+package cgroup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// clockTicks is USER_HZ, the unit of CPU times in /proc/PID/stat: 100 on every Linux
+// architecture tend builds for (sysconf(_SC_CLK_TCK) would need cgo).
+const clockTicks = 100
+
+// UsageFromProc is Usage without cgroups, from /proc under root over every process of
+// process group pgid (a container's processes, unless one left its group with setsid).
+// CPU adds the times of exited children those processes waited for; memory is resident
+// set size; pids counts threads, as pids.current does; OOMKills is 0: the kernel names
+// no OOM kill outside a memory cgroup.
+func UsageFromProc(pgid int, root string) (Usage, error) {
+	entries, err := os.ReadDir(filepath.Join(root, "proc"))
+	if err != nil {
+		return Usage{}, fmt.Errorf("usage of process group %d: %w", pgid, err)
+	}
+	var u Usage
+	var ticks, pages int64
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, "proc", e.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		st, ok := parseStat(string(data))
+		if !ok || st.pgrp != pgid {
+			continue
+		}
+		ticks += st.ticks
+		pages += st.rssPages
+		u.Pids += st.threads
+	}
+	u.CPUSeconds = float64(ticks) / clockTicks
+	u.MemoryBytes = pages * int64(os.Getpagesize())
+	return u, nil
+}
+
+type procStat struct {
+	pgrp     int
+	ticks    int64 // utime + stime + cutime + cstime
+	threads  int64
+	rssPages int64
+}
+
+// parseStat reads /proc/PID/stat (proc(5)). The command name, in parentheses, may hold
+// spaces and parentheses itself, so fields are counted from the last ")".
+func parseStat(s string) (procStat, bool) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	// f[0] is field 3 (state): field N of proc(5) is f[N-3].
+	f := strings.Fields(s[i+1:])
+	if len(f) < 22 {
+		return procStat{}, false
+	}
+	num := func(n int) int64 {
+		v, _ := strconv.ParseInt(f[n-3], 10, 64)
+		return v
+	}
+	return procStat{
+		pgrp:     int(num(5)),
+		ticks:    num(14) + num(15) + num(16) + num(17),
+		threads:  num(20),
+		rssPages: num(24),
+	}, true
+}

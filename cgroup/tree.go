@@ -1,0 +1,296 @@
+package cgroup
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Mode is how tend places containers: in cgroup v2, in cgroup v1, or not at all.
+type Mode string
+
+// The modes, as status shows them.
+const (
+	ModeV2  Mode = "v2"
+	ModeV1  Mode = "v1"
+	ModeOff Mode = "off"
+)
+
+// Kinds of groups under tend's starting cgroup (SPEC §12.1).
+const (
+	KindContainers = "containers"
+	KindInit       = "init"
+)
+
+// v1Controllers are the v1 hierarchies tend uses: limits (cpu, memory, pids), CPU
+// accounting (cpuacct) and a kill that no fork escapes (freezer).
+var v1Controllers = []string{"cpu", "cpuacct", "memory", "pids", "freezer"}
+
+// v2Controllers are enabled for the groups where the parent offers them. cpuacct and
+// freezer are built into every v2 cgroup (cpu.stat, cgroup.freeze).
+var v2Controllers = []string{"cpu", "memory", "pids"}
+
+// place is one cgroup directory on disk and the controllers that act on it: on v2 one
+// place holds every controller; on v1 each hierarchy is a place.
+type place struct {
+	dir         string
+	controllers []string
+}
+
+// Tree is where tend creates the cgroups of its containers: its starting cgroup in every
+// hierarchy it uses (SPEC §12.1). Mode is ModeOff, with Reason saying why, where it cannot.
+type Tree struct {
+	Mode   Mode
+	Reason string // why Mode is ModeOff
+	start  string // tend's starting cgroup as /proc/self/cgroup shows it (v1: memory's)
+	places []place
+}
+
+// Open decides where tend can create cgroups, for want "auto", "required" or "off", from
+// /proc/self/cgroup and /sys/fs/cgroup under root ("/" in production). On cgroup v2 it
+// moves the process self into the leaf <start>/tend and enables the cpu, memory and pids
+// controllers below <start>, <start>/containers and <start>/init. A hybrid host (v1
+// controllers and a controller-less cgroup2 at /sys/fs/cgroup/unified) uses v1. Where it
+// cannot, the tree is ModeOff with a Reason; that is an error only when want is "required".
+func Open(root, want string, self int) (*Tree, error) {
+	var t *Tree
+	switch want {
+	case "off":
+		t = off("want off")
+	case "auto", "required", "":
+		t = detect(root, self)
+	default:
+		return nil, fmt.Errorf("cgroups: %q is not auto, required or off", want)
+	}
+	if want == "required" && t.Mode == ModeOff {
+		return t, fmt.Errorf("cgroups: required, but %s", t.Reason)
+	}
+	return t, nil
+}
+
+func off(reason string) *Tree { return &Tree{Mode: ModeOff, Reason: reason} }
+
+// detect picks v2 where /sys/fs/cgroup is a cgroup2 mount (it has cgroup.controllers),
+// else the v1 hierarchies below it.
+func detect(root string, self int) *Tree {
+	mount := filepath.Join(root, "sys/fs/cgroup")
+	paths := selfCgroups(root)
+	if exists(filepath.Join(mount, "cgroup.controllers")) {
+		if readOnly(mount) {
+			return off("/sys/fs/cgroup is read-only")
+		}
+		start, ok := paths[""]
+		if !ok {
+			return off(`/proc/self/cgroup has no cgroup v2 line ("0::/path")`)
+		}
+		t, err := openV2(mount, start, self)
+		if err != nil {
+			return off(err.Error())
+		}
+		return t
+	}
+	t, err := openV1(root, paths)
+	if err != nil {
+		if readOnly(mount) {
+			return off("/sys/fs/cgroup is read-only")
+		}
+		return off(err.Error())
+	}
+	return t
+}
+
+// openV2 makes mount/start tend's tree. cgroup v2 lets only leaves hold processes once
+// a cgroup enables controllers for its children (the "no internal process" rule), and
+// systemd's delegation rules say the same of a delegated subtree: so tend first moves
+// itself into <start>/tend, then enables controllers in <start> for its children.
+func openV2(mount, start string, self int) (*Tree, error) {
+	dir := onDisk(mount, start)
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		if os.Geteuid() != 0 {
+			return nil, fmt.Errorf("not root and no writable cgroup v2 subtree at %s", start)
+		}
+		return nil, fmt.Errorf("cgroup %s is not writable: %w", start, err)
+	}
+	leaf := filepath.Join(dir, "tend")
+	if err := mkdir(leaf); err != nil {
+		return nil, fmt.Errorf("create the leaf for tend itself: %w", err)
+	}
+	if err := writeFile(leaf, "cgroup.procs", strconv.Itoa(self)); err != nil {
+		return nil, fmt.Errorf("move tend into %s: %w", path.Join(start, "tend"), err)
+	}
+	enabled := enable(dir, strings.Fields(readFile(dir, "cgroup.controllers")))
+	for _, kind := range []string{KindContainers, KindInit} {
+		if err := mkdir(filepath.Join(dir, kind)); err != nil {
+			return nil, fmt.Errorf("create %s: %w", path.Join(start, kind), err)
+		}
+		enable(filepath.Join(dir, kind), enabled)
+	}
+	return &Tree{Mode: ModeV2, start: start, places: []place{{dir, enabled}}}, nil
+}
+
+// enable turns on the controllers tend uses, of those offered, for the children of dir
+// and returns the ones that took. One write does them all; if it fails (one controller
+// refused, e.g. a threaded cgroup), each is tried alone.
+func enable(dir string, offered []string) []string {
+	var want []string
+	for _, c := range v2Controllers {
+		if slices.Contains(offered, c) {
+			want = append(want, c)
+		}
+	}
+	if len(want) == 0 || writeFile(dir, "cgroup.subtree_control", "+"+strings.Join(want, " +")) == nil {
+		return want
+	}
+	var took []string
+	for _, c := range want {
+		if writeFile(dir, "cgroup.subtree_control", "+"+c) == nil {
+			took = append(took, c)
+		}
+	}
+	return took
+}
+
+// openV1 uses every v1 hierarchy of v1Controllers that is mounted and where tend can
+// create <start>/containers and <start>/init (as root). Unlike v2, a v1 cgroup may hold
+// processes and children at once, so tend stays where it started.
+func openV1(root string, paths map[string]string) (*Tree, error) {
+	t := &Tree{Mode: ModeV1}
+	var firstErr error
+	for _, c := range v1Controllers {
+		mount := v1Mount(root, paths, c)
+		if !exists(filepath.Join(mount, "cgroup.procs")) {
+			continue
+		}
+		start, _ := controllerPath(paths, c)
+		dir := onDisk(mount, start)
+		if i := t.placeOf(dir); i >= 0 { // cpu and cpuacct share "cpu,cpuacct"
+			t.places[i].controllers = append(t.places[i].controllers, c)
+			continue
+		}
+		err := errors.Join(mkdir(filepath.Join(dir, KindContainers)), mkdir(filepath.Join(dir, KindInit)))
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		t.places = append(t.places, place{dir, []string{c}})
+		if t.start == "" || c == "memory" {
+			t.start = path.Clean("/" + start)
+		}
+	}
+	switch {
+	case len(t.places) > 0:
+		return t, nil
+	case firstErr != nil && os.Geteuid() != 0:
+		return nil, fmt.Errorf("not root and no writable cgroup v2 subtree (v1: %w)", firstErr)
+	case firstErr != nil:
+		return nil, fmt.Errorf("cgroup v1 hierarchies are not writable: %w", firstErr)
+	}
+	return nil, errors.New("no cgroup hierarchy under /sys/fs/cgroup")
+}
+
+func (t *Tree) placeOf(dir string) int {
+	for i, p := range t.places {
+		if p.dir == dir {
+			return i
+		}
+	}
+	return -1
+}
+
+// SetLimits writes instance.limits to tend's starting cgroup, the common parent of
+// /containers and /init (SPEC §12.2). tend itself is below it too, as instancectl was in
+// its porto container. Limits that cannot be written are returned, one per limit.
+func (t *Tree) SetLimits(l Limits) []LimitError {
+	places := t.places
+	if t.Mode == ModeV2 {
+		// The starting cgroup has the controllers its parent enabled for it.
+		dir := t.places[0].dir
+		places = []place{{dir, strings.Fields(readFile(dir, "cgroup.controllers"))}}
+	}
+	return setLimits(t.Mode, t.Reason, places, l, false)
+}
+
+// Group creates the cgroup <start>/<kind>/<name> in every hierarchy used; kind is
+// KindContainers or KindInit. One left by an earlier tend that crashed is killed and
+// made anew. With cgroups off it returns a Group that does nothing (Path "").
+func (t *Tree) Group(kind, name string) (*Group, error) {
+	if kind != KindContainers && kind != KindInit {
+		return nil, fmt.Errorf("cgroup kind %q is not %s or %s", kind, KindContainers, KindInit)
+	}
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return nil, fmt.Errorf("cgroup name %q is not a single path element", name)
+	}
+	g := &Group{mode: t.Mode, reason: t.Reason, fd: -1}
+	if t.Mode == ModeOff {
+		return g, nil
+	}
+	g.path = path.Join(t.start, kind, name)
+	for _, p := range t.places {
+		g.places = append(g.places, place{filepath.Join(p.dir, kind, name), p.controllers})
+	}
+	if err := g.create(); err != nil {
+		return nil, fmt.Errorf("cgroup %s: %w", g.path, err)
+	}
+	return g, nil
+}
+
+// Close removes <start>/containers and <start>/init where they are empty. tend stays in
+// its leaf: it is exiting.
+func (t *Tree) Close() error {
+	var errs []error
+	for _, p := range t.places {
+		for _, kind := range []string{KindContainers, KindInit} {
+			err := unix.Rmdir(filepath.Join(p.dir, kind))
+			if err != nil && err != unix.ENOENT && err != unix.EBUSY && err != unix.ENOTEMPTY {
+				errs = append(errs, fmt.Errorf("remove %s: %w", filepath.Join(p.dir, kind), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// onDisk is the directory of cgroup start under mount. In a container without a cgroup
+// namespace /proc/self/cgroup shows the host's path while the mount is the container's
+// own cgroup: then that is the mount itself.
+func onDisk(mount, start string) string {
+	dir := filepath.Join(mount, path.Clean("/"+start))
+	if !exists(dir) {
+		return mount
+	}
+	return dir
+}
+
+// readOnly says whether the filesystem at dir is mounted read-only.
+func readOnly(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Flags&unix.ST_RDONLY != 0
+}
+
+// mkdir creates a cgroup directory; one that exists is fine.
+func mkdir(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// writeFile writes one value to a cgroup file, as one write(2): the kernel takes a
+// control file's value from a single write. O_CREATE lets tests use plain directories;
+// cgroupfs has the file already.
+func writeFile(dir, name, value string) error {
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(value)
+	return errors.Join(err, f.Close())
+}

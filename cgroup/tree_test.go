@@ -1,0 +1,247 @@
+package cgroup
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeV2 builds a cgroup2 tree under a temp root where tend started in /pod/app with
+// the given controllers offered to it.
+func fakeV2(t *testing.T, controllers string) (root, start string) {
+	root = t.TempDir()
+	writeFixture(t, filepath.Join(root, "proc/self/cgroup"), "0::/pod/app\n")
+	mount := filepath.Join(root, "sys/fs/cgroup")
+	writeFixture(t, filepath.Join(mount, "cgroup.controllers"), "cpuset cpu io memory pids\n")
+	start = filepath.Join(mount, "pod/app")
+	writeFixture(t, filepath.Join(start, "cgroup.controllers"), controllers+"\n")
+	writeFixture(t, filepath.Join(start, "cgroup.procs"), "4242\n")
+	writeFixture(t, filepath.Join(start, "cgroup.subtree_control"), "")
+	return root, start
+}
+
+func TestOpenV2MovesToLeafAndEnablesControllers(t *testing.T) {
+	root, start := fakeV2(t, "cpu io memory pids")
+	tree, err := Open(root, "auto", 4242)
+	if err != nil || tree.Mode != ModeV2 {
+		t.Fatalf("Open = %+v, %v; want mode v2", tree, err)
+	}
+	if got := readString(t, filepath.Join(start, "tend/cgroup.procs")); got != "4242" {
+		t.Errorf("tend/cgroup.procs = %q, want tend's pid 4242 (the leaf move)", got)
+	}
+	for _, dir := range []string{start, filepath.Join(start, "containers"), filepath.Join(start, "init")} {
+		if got := readString(t, filepath.Join(dir, "cgroup.subtree_control")); got != "+cpu +memory +pids" {
+			t.Errorf("%s/cgroup.subtree_control = %q, want +cpu +memory +pids", dir, got)
+		}
+	}
+	g, err := tree.Group(KindContainers, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Path() != "/pod/app/containers/web" || g.FD() < 0 {
+		t.Errorf("Path, FD = %q, %d; want /pod/app/containers/web and an open fd", g.Path(), g.FD())
+	}
+	if err := g.Remove(); err != nil {
+		t.Error(err)
+	}
+	if exists(filepath.Join(start, "containers/web")) {
+		t.Error("Remove left containers/web")
+	}
+}
+
+func TestV2LimitsWrittenWhere(t *testing.T) {
+	root, start := fakeV2(t, "cpu memory pids")
+	tree, err := Open(root, "required", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := tree.Group(KindInit, "migrate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(start, "init/migrate")
+	writeFixture(t, filepath.Join(dir, "memory.swap.max"), "max\n")
+	if errs := g.SetLimits(Limits{CPU: 1.5, Memory: 512 << 20, Pids: 200}); errs != nil {
+		t.Fatalf("SetLimits: %v", errs)
+	}
+	want := map[string]string{"cpu.max": "150000 100000", "memory.max": "536870912",
+		"memory.swap.max": "0", "memory.oom.group": "1", "pids.max": "200"}
+	for file, v := range want {
+		if got := readString(t, filepath.Join(dir, file)); got != v {
+			t.Errorf("%s = %q, want %q", file, got, v)
+		}
+	}
+	// Below the kernel's 1 ms quota it is raised to it, as kubelet does.
+	g.SetLimits(Limits{CPU: 0.001})
+	if got := readString(t, filepath.Join(dir, "cpu.max")); got != "1000 100000" {
+		t.Errorf("cpu.max for 1m = %q, want 1000 100000", got)
+	}
+	// instance.limits go to the starting cgroup, without memory.oom.group: one OOM
+	// there must not take tend with it.
+	if errs := tree.SetLimits(Limits{Memory: 2 << 30}); errs != nil {
+		t.Fatalf("Tree.SetLimits: %v", errs)
+	}
+	if got := readString(t, filepath.Join(start, "memory.max")); got != "2147483648" {
+		t.Errorf("<start>/memory.max = %q, want 2147483648", got)
+	}
+	if exists(filepath.Join(start, "memory.oom.group")) {
+		t.Error("memory.oom.group written to tend's starting cgroup")
+	}
+}
+
+func TestV2MissingControllerIsLimitError(t *testing.T) {
+	root, start := fakeV2(t, "memory io")
+	tree, err := Open(root, "auto", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readString(t, filepath.Join(start, "cgroup.subtree_control")); got != "+memory" {
+		t.Errorf("subtree_control = %q, want +memory (only what is offered)", got)
+	}
+	g, _ := tree.Group(KindContainers, "web")
+	errs := g.SetLimits(Limits{CPU: 1, Memory: 1 << 20, Pids: 10})
+	var limits []string
+	for _, e := range errs {
+		limits = append(limits, e.Limit)
+		if !strings.Contains(e.Err.Error(), "no "+e.Limit+" controller") {
+			t.Errorf("error %q does not say the controller is missing", e)
+		}
+	}
+	if !slices.Equal(limits, []string{"cpu", "pids"}) {
+		t.Errorf("unapplied limits = %v, want [cpu pids]", limits)
+	}
+}
+
+func TestV2UsageFromFiles(t *testing.T) {
+	root, start := fakeV2(t, "cpu memory pids")
+	tree, _ := Open(root, "auto", 1)
+	g, _ := tree.Group(KindContainers, "web")
+	dir := filepath.Join(start, "containers/web")
+	writeFixture(t, filepath.Join(dir, "cpu.stat"), "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n")
+	writeFixture(t, filepath.Join(dir, "memory.current"), "104857600\n")
+	writeFixture(t, filepath.Join(dir, "memory.stat"), "anon 52428800\nfile 52428800\nactive_file 10485760\ninactive_file 41943040\n")
+	writeFixture(t, filepath.Join(dir, "pids.current"), "7\n")
+	writeFixture(t, filepath.Join(dir, "memory.events"), "low 0\nhigh 0\nmax 3\noom 2\noom_kill 2\noom_group_kill 1\n")
+	u, err := g.Usage()
+	want := Usage{CPUSeconds: 2.5, MemoryBytes: 104857600 - 41943040, Pids: 7, OOMKills: 2}
+	if err != nil || u != want {
+		t.Errorf("Usage = %+v, %v; want %+v", u, err, want)
+	}
+}
+
+func TestV2KillWritesCgroupKillAndWaitsForEmpty(t *testing.T) {
+	root, start := fakeV2(t, "cpu memory pids")
+	tree, _ := Open(root, "auto", 1)
+	g, _ := tree.Group(KindContainers, "web")
+	dir := filepath.Join(start, "containers/web")
+	writeFixture(t, filepath.Join(dir, "cgroup.kill"), "")
+	writeFixture(t, filepath.Join(dir, "cgroup.events"), "populated 1\nfrozen 0\n")
+	done := make(chan error, 1)
+	go func() { done <- g.Kill(context.Background()) }()
+	waitFor(t, "cgroup.kill written", func() (bool, string) {
+		got := readString(t, filepath.Join(dir, "cgroup.kill"))
+		return got == "1", got
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("Kill returned %v while the group was populated", err)
+	default:
+	}
+	writeFixture(t, filepath.Join(dir, "cgroup.events"), "populated 0\nfrozen 0\n")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Kill did not return after cgroup.events said populated 0")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	writeFixture(t, filepath.Join(dir, "cgroup.events"), "populated 1\nfrozen 0\n")
+	if err := g.Kill(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Kill of a group that stays populated = %v, want the deadline", err)
+	}
+}
+
+func TestV2GroupLeftByACrashIsKilled(t *testing.T) {
+	root, start := fakeV2(t, "cpu memory pids")
+	dir := filepath.Join(start, "containers/web")
+	writeFixture(t, filepath.Join(dir, "cgroup.kill"), "")
+	writeFixture(t, filepath.Join(dir, "cgroup.events"), "populated 0\n")
+	tree, _ := Open(root, "auto", 1)
+	if _, err := tree.Group(KindContainers, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readString(t, filepath.Join(dir, "cgroup.kill")); got != "1" {
+		t.Errorf("cgroup.kill of the leftover group = %q, want 1", got)
+	}
+}
+
+func TestOpenOff(t *testing.T) {
+	empty := t.TempDir()
+	os.MkdirAll(filepath.Join(empty, "sys/fs/cgroup"), 0o755)
+	tests := []struct {
+		root, want, reason string
+	}{
+		{empty, "auto", "no cgroup hierarchy under /sys/fs/cgroup"},
+		{empty, "off", "want off"},
+		{filepath.Join(empty, "nothing"), "auto", "no cgroup hierarchy under /sys/fs/cgroup"},
+	}
+	for _, tt := range tests {
+		tree, err := Open(tt.root, tt.want, 1)
+		if err != nil || tree.Mode != ModeOff || tree.Reason != tt.reason {
+			t.Errorf("Open(%s, %s) = %+v, %v; want off, %q", tt.root, tt.want, tree, err, tt.reason)
+		}
+	}
+	if _, err := Open(empty, "required", 1); err == nil || !strings.Contains(err.Error(), "no cgroup hierarchy") {
+		t.Errorf("Open(required) = %v, want an error naming why", err)
+	}
+	tree, _ := Open(empty, "off", 1)
+	g, err := tree.Group(KindContainers, "web")
+	if err != nil || g.Path() != "" || g.FD() != -1 || g.Kill(context.Background()) != nil {
+		t.Fatalf("Group when off = %+v, %v; want a group that does nothing", g, err)
+	}
+	errs := g.SetLimits(Limits{Memory: 1, Pids: 1})
+	if len(errs) != 2 || errs[0].Error() != "memory: cgroups are off: want off" {
+		t.Errorf("SetLimits when off = %v, want one error per limit naming why", errs)
+	}
+}
+
+// TestOpenReadOnly runs itself in a mount namespace with an empty read-only tmpfs over
+// a fake /sys/fs/cgroup, as tend sees a container without a writable cgroup tree.
+func TestOpenReadOnly(t *testing.T) {
+	if root := os.Getenv("TEND_CGROUP_RO_ROOT"); root != "" {
+		tree, err := Open(root, "auto", 1)
+		if err != nil || tree.Mode != ModeOff || tree.Reason != "/sys/fs/cgroup is read-only" {
+			t.Errorf("Open(auto) = %+v, %v; want off, /sys/fs/cgroup is read-only", tree, err)
+		}
+		if _, err := Open(root, "required", 1); err == nil || !strings.Contains(err.Error(), "read-only") {
+			t.Errorf("Open(required) = %v, want an error saying read-only", err)
+		}
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a read-only tmpfs needs root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare")
+	}
+	root := t.TempDir()
+	writeFixture(t, filepath.Join(root, "proc/self/cgroup"), "0::/\n")
+	os.MkdirAll(filepath.Join(root, "sys/fs/cgroup"), 0o755)
+	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-c",
+		`mount -t tmpfs -o ro tmpfs "$1/sys/fs/cgroup" && exec "$2" -test.run '^TestOpenReadOnly$' -test.v`,
+		"sh", root, os.Args[0])
+	cmd.Env = append(os.Environ(), "TEND_CGROUP_RO_ROOT="+root)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("in a mount namespace: %v\n%s", err, out)
+	}
+}
