@@ -137,22 +137,6 @@ func (r *LogRing) Next() uint64 {
 	return r.next
 }
 
-// Since returns the kept lines numbered from on (oldest first), the number after the
-// last of them, and how many lines from on were no longer kept (overwritten before
-// they were read).
-func (r *LogRing) Since(from uint64) (lines []LogLine, next uint64, lost uint64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if from < r.oldest {
-		lost, from = r.oldest-from, r.oldest
-	}
-	for seq := from; seq < r.next; seq++ {
-		s := r.slot(seq)
-		lines = append(lines, LogLine{Time: time.Unix(0, s.nanos), Container: r.name, Stderr: s.stderr, Line: string(s.text)})
-	}
-	return lines, r.next, lost
-}
-
 // Read appends to lines the kept lines numbered from on (oldest first) until they
 // hold maxBytes of text (at least one line), so that a reader streams a ring in
 // bounded batches rather than copying it whole. It returns them, the number after
