@@ -8,7 +8,9 @@ import (
 )
 
 // since is every kept line from on, in one batch.
-func since(r *LogRing, from uint64) ([]LogLine, uint64, uint64) { return r.Read(nil, from, math.MaxInt) }
+func since(r *LogRing, from uint64) ([]LogLine, uint64, uint64) {
+	return r.Read(nil, from, math.MaxInt)
+}
 
 func ringLines(r *LogRing, from uint64) (string, uint64, uint64) {
 	lines, next, lost := since(r, from)
