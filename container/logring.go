@@ -137,20 +137,36 @@ func (r *LogRing) Next() uint64 {
 	return r.next
 }
 
-// Since returns the kept lines numbered from on (oldest first), the number after the
-// last of them, and how many lines from on were no longer kept (overwritten before
-// they were read).
-func (r *LogRing) Since(from uint64) (lines []LogLine, next uint64, lost uint64) {
+// Read appends to lines the kept lines numbered from on (oldest first) until they
+// hold maxBytes of text (at least one line), so that a reader streams a ring in
+// bounded batches rather than copying it whole. It returns them, the number after
+// the last, and how many lines from on were no longer kept.
+func (r *LogRing) Read(lines []LogLine, from uint64, maxBytes int) ([]LogLine, uint64, uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var lost uint64
 	if from < r.oldest {
 		lost, from = r.oldest-from, r.oldest
 	}
-	for seq := from; seq < r.next; seq++ {
-		s := r.slot(seq)
+	for size := 0; from < r.next && (size == 0 || size+len(r.slot(from).text) <= maxBytes); from++ {
+		s := r.slot(from)
+		size += max(len(s.text), 1)
 		lines = append(lines, LogLine{Time: time.Unix(0, s.nanos), Container: r.name, Stderr: s.stderr, Line: string(s.text)})
 	}
-	return lines, r.next, lost
+	return lines, from, lost
+}
+
+// Times returns the times (Unix nanoseconds) of the kept lines numbered from on and
+// the number of the first of them: what a reader needs to merge rings by time
+// without copying their text.
+func (r *LogRing) Times(from uint64) (nanos []int64, first uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	from = max(from, r.oldest)
+	for seq := from; seq < r.next; seq++ {
+		nanos = append(nanos, r.slot(seq).nanos)
+	}
+	return nanos, from
 }
 
 // Watch makes every new line send to wake without blocking (a buffer of one is

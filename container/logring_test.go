@@ -2,12 +2,18 @@ package container
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
 
+// since is every kept line from on, in one batch.
+func since(r *LogRing, from uint64) ([]LogLine, uint64, uint64) {
+	return r.Read(nil, from, math.MaxInt)
+}
+
 func ringLines(r *LogRing, from uint64) (string, uint64, uint64) {
-	lines, next, lost := r.Since(from)
+	lines, next, lost := since(r, from)
 	var b []string
 	for _, l := range lines {
 		b = append(b, l.Line)
@@ -26,7 +32,7 @@ func TestLogRingKeepsTheLast(t *testing.T) {
 	if got, _, lost := ringLines(r, 4); got != "l4" || lost != 0 {
 		t.Errorf("Since(4) = %q lost %d", got, lost)
 	}
-	lines, _, _ := r.Since(3)
+	lines, _, _ := since(r, 3)
 	if !lines[0].Stderr || lines[1].Stderr || lines[0].Container != "web" || lines[1].Time.Before(lines[0].Time) {
 		t.Errorf("stream, name or time wrong: %+v", lines)
 	}
@@ -106,7 +112,7 @@ func TestLineWriterFillsTheRing(t *testing.T) {
 	w.Write([]byte("one\ntw"))
 	w.Write([]byte("o\n" + strings.Repeat("x", MaxLine+3)))
 	w.Flush()
-	lines, _, _ := r.Since(0)
+	lines, _, _ := since(r, 0)
 	if len(lines) != 4 || lines[0].Line != "one" || lines[1].Line != "two" || len(lines[2].Line) != MaxLine || lines[3].Line != "xxx" || !lines[0].Stderr {
 		t.Errorf("kept %d lines", len(lines))
 	}
@@ -119,7 +125,7 @@ func TestLogRingByteBudget(t *testing.T) {
 	for range 300 {
 		r.add(false, long)
 	}
-	lines, _, _ := r.Since(0)
+	lines, _, _ := since(r, 0)
 	if want := 100 * BytesPerKeptLine / MaxLine; len(lines) != want {
 		t.Errorf("kept %d lines of 64 KiB, want %d", len(lines), want)
 	}
@@ -130,13 +136,13 @@ func TestLogRingByteBudget(t *testing.T) {
 	for i := range 100 {
 		r.add(false, fmt.Appendf(nil, "s%d", i))
 	}
-	if lines, _, _ := r.Since(0); len(lines) != 100 || lines[0].Line != "s0" || r.bytes > 100*16 {
+	if lines, _, _ := since(r, 0); len(lines) != 100 || lines[0].Line != "s0" || r.bytes > 100*16 {
 		t.Errorf("kept %d short lines in %d bytes", len(lines), r.bytes)
 	}
 	// A line longer than the whole budget is kept alone.
 	small := NewLogRing("web", 1)
 	small.add(false, long)
-	if lines, _, _ := small.Since(0); len(lines) != 1 {
+	if lines, _, _ := since(small, 0); len(lines) != 1 {
 		t.Errorf("a ring of 1 kept %d lines of 64 KiB", len(lines))
 	}
 }
@@ -176,5 +182,37 @@ func BenchmarkLineWriterRing(b *testing.B) {
 				w.Write(line)
 			}
 		})
+	}
+}
+
+// Read copies a bounded batch: lines until the next would pass maxBytes, at least one
+// however long; Times gives the kept lines' times without their text.
+func TestLogRingReadsInBatches(t *testing.T) {
+	r := NewLogRing("web", 10)
+	for i := range 6 {
+		r.add(false, []byte(strings.Repeat(fmt.Sprint(i), 10)))
+	}
+	for _, tt := range []struct {
+		from     uint64
+		maxBytes int
+		want     int
+		next     uint64
+	}{
+		{0, 25, 2, 2}, {0, 30, 3, 3}, {0, 5, 1, 1}, {4, 100, 2, 6}, {6, 100, 0, 6},
+	} {
+		lines, next, lost := r.Read(nil, tt.from, tt.maxBytes)
+		if len(lines) != tt.want || next != tt.next || lost != 0 {
+			t.Errorf("Read(%d, %d) = %d lines, next %d, lost %d; want %d, %d, 0", tt.from, tt.maxBytes, len(lines), next, lost, tt.want, tt.next)
+		}
+	}
+	small := NewLogRing("web", 2)
+	for i := range 5 {
+		small.add(false, fmt.Appendf(nil, "l%d", i))
+	}
+	if lines, next, lost := small.Read(nil, 1, 100); len(lines) != 2 || lines[0].Line != "l3" || next != 5 || lost != 2 {
+		t.Errorf("Read past the kept lines: %+v next %d lost %d", lines, next, lost)
+	}
+	if times, first := small.Times(0); len(times) != 2 || first != 3 || times[1] < times[0] {
+		t.Errorf("Times(0) = %v from %d, want 2 times from 3", times, first)
 	}
 }

@@ -146,27 +146,38 @@ func (a *apiServer) removeSockets() {
 
 func isUnix(addr string) bool { return strings.HasPrefix(addr, "unix:") }
 
-// Header timeouts: a TCP client (unauthenticated until its headers arrive) holds one of
+// Read timeouts: a TCP client (unauthenticated until its headers arrive) holds one of
 // the few API connections while it sends them, so it gets less time than a client of
-// the unix socket (mode 0600: only tend's own user).
+// the unix socket (mode 0600: only tend's own user). The read timeout bounds headers
+// and body together (no call of tend's takes a body; an announced one that never
+// comes would otherwise hold the connection for good). A connection that waits for
+// its client may also be closed sooner, to make room (connlimit.go).
 const (
 	tcpHeaderTimeout  = 5 * time.Second
 	unixHeaderTimeout = 10 * time.Second
+	tcpReadTimeout    = 10 * time.Second
+	unixReadTimeout   = 20 * time.Second
+	idleTimeout       = time.Minute
+	// writeTimeout bounds the writing of every answer: a client that does not read
+	// it is dropped rather than holding a handler (and what it holds) for good.
+	writeTimeout = 10 * time.Second
 )
 
 // newServer is the HTTP server of one listener. Its own errors (accept failures, a
 // panicking handler) go to tend's log: the standard logger is silenced (quietlog).
 func (sv *Supervisor) newServer(addr string, trusted bool) *http.Server {
-	headerTimeout := tcpHeaderTimeout
+	headerTimeout, readTimeout := tcpHeaderTimeout, tcpReadTimeout
 	if trusted {
-		headerTimeout = unixHeaderTimeout
+		headerTimeout, readTimeout = unixHeaderTimeout, unixReadTimeout
 	}
 	// Idle keep-alive connections of long-lived clients are closed after a while,
 	// so polling orchestrators cannot pile up sockets in tend.
 	srv := &http.Server{
-		Handler:           sv.handler(trusted),
+		Handler:           serving(sv.handler(trusted), readTimeout),
 		ReadHeaderTimeout: headerTimeout,
-		IdleTimeout:       time.Minute,
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       idleTimeout,
+		ConnContext:       connContext,
 		ConnState:         trackIdle,
 		ErrorLog:          stdlog.New(serverLog{sv.log.With().Str("listen", addr).Logger()}, "", 0),
 	}
@@ -231,6 +242,7 @@ func (sv *Supervisor) handler(trusted bool) http.Handler {
 	})
 	mux.HandleFunc("GET /v1/ready", sv.serveReady)
 	mux.HandleFunc("GET /v1/live", func(w http.ResponseWriter, _ *http.Request) {
+		setWriteDeadline(w)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, "live")
 	})
@@ -248,6 +260,7 @@ func (sv *Supervisor) handler(trusted bool) http.Handler {
 // serveReady is GET /v1/ready: 200 "ready", or 503 with the reason it is not.
 func (sv *Supervisor) serveReady(w http.ResponseWriter, _ *http.Request) {
 	doc := sv.Status()
+	setWriteDeadline(w)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if doc.Ready.True() {
 		w.WriteHeader(http.StatusOK)
@@ -316,7 +329,14 @@ func (sv *Supervisor) authorize(r *http.Request) (int, string) {
 	return 0, ""
 }
 
+// setWriteDeadline gives the answer being written writeTimeout. It is set when the
+// answer is ready, not when the request came: a reload may take longer than that.
+func setWriteDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	setWriteDeadline(w)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)

@@ -58,8 +58,9 @@ func TestConnBudget(t *testing.T) {
 	}
 }
 
-// A listener at its cap accepts again once a connection closes, and only then; the
-// cap is logged once; Close releases an Accept that waits.
+// A listener at its cap whose connections are all being served accepts again once a
+// connection closes, and only then; the cap is logged once; Close releases an Accept
+// that waits.
 func TestLimitListener(t *testing.T) {
 	var logged testutil.SyncBuffer
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
@@ -77,6 +78,7 @@ func TestLimitListener(t *testing.T) {
 				acceptDone <- err
 				return
 			}
+			c.(*limitConn).setWaiting(false) // as serving does while a handler runs
 			accepted <- c
 		}
 	}()
@@ -126,8 +128,9 @@ func TestLimitListenerClosesIdleConnections(t *testing.T) {
 	b := &connBudget{tcpPerListener: 2, tcp: newConnPool(2)}
 	ln := b.limit(inner, "test", false, zerolog.New(&logged))
 	srv := &http.Server{
-		Handler:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }),
-		ConnState: trackIdle,
+		Handler:     serving(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }), time.Minute),
+		ConnContext: connContext,
+		ConnState:   trackIdle,
 	}
 	go srv.Serve(ln)
 	defer srv.Close()
@@ -141,5 +144,68 @@ func TestLimitListenerClosesIdleConnections(t *testing.T) {
 	}
 	if strings.Contains(logged.String(), "cap reached") {
 		t.Errorf("closing idle connections logged the cap: %s", logged.String())
+	}
+}
+
+// At the cap, connections whose clients send nothing useful are closed to make room,
+// the one that waited longest first: here clients that announced a body and never
+// sent it (their handler ran; the server waits for the body) and one that sent
+// nothing at all. A fresh client is answered at once, and the cap is logged.
+func TestLimitListenerReclaimsQuietClients(t *testing.T) {
+	var logged testutil.SyncBuffer
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &connBudget{tcpPerListener: 3, tcp: newConnPool(3)}
+	ln := b.limit(inner, "test", false, zerolog.New(&logged))
+	served := make(chan struct{}, 10)
+	srv := &http.Server{
+		Handler: serving(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Write([]byte("ok"))
+			served <- struct{}{}
+		}), time.Minute),
+		ReadTimeout: time.Minute,
+		ConnContext: connContext,
+		ConnState:   trackIdle,
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	addr := inner.Addr().String()
+	var quiet []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"))
+		select {
+		case <-served: // the answer waits for the body (net/http reads it first)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a request with a body to come was not served")
+		}
+		quiet = append(quiet, c)
+	}
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	for i := range 3 {
+		client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatalf("request %d with the cap held by quiet clients: %v", i, err)
+		}
+		resp.Body.Close()
+	}
+	// The oldest quiet client went first.
+	quiet[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := quiet[0].Read(make([]byte, 1)); err == nil {
+		t.Error("the quiet client that waited longest is still connected")
+	}
+	if !strings.Contains(logged.String(), "closed the connection that waited longest") {
+		t.Errorf("closing quiet clients was not logged: %s", logged.String())
 	}
 }

@@ -2,8 +2,10 @@ package supervisor
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -92,6 +94,13 @@ type logEntry struct {
 // defaultLogLines is what GET /v1/logs answers without lines=.
 const defaultLogLines = 100
 
+// What one GET /v1/logs call may pin (docs/reference.md "Reliability"): it copies at
+// most logBatchBytes of kept lines at a time (and one line of each container it
+// reads, however long), and a client that does not take a line within writeTimeout
+// is dropped, not buffered for. How many calls are served at once is capped per
+// listener (connlimit.go).
+const logBatchBytes = 64 << 10
+
 // serveLogs is GET /v1/logs?container=NAME&lines=N&follow=true (README "Logs"). Its
 // access rule is the mutating endpoints': logs may hold secrets.
 func (sv *Supervisor) serveLogs(trusted bool) http.HandlerFunc {
@@ -111,125 +120,206 @@ func (sv *Supervisor) serveLogs(trusted bool) http.HandlerFunc {
 				return
 			}
 		}
+		if readers := logReaders(r); readers != nil {
+			select {
+			case readers <- struct{}{}:
+				defer func() { <-readers }()
+			default:
+				w.Header().Set("Retry-After", "1")
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{
+					"error": fmt.Sprintf("too many log readers on this listener (at most %d at once); try again", cap(readers))})
+				return
+			}
+		}
 		names := q["container"]
 		rings, err := sv.logs.selected(names)
 		if err != nil {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 			return
 		}
-		f := &logFollower{next: map[*container.LogRing]uint64{}, names: names}
+		s := &logStream{names: names}
 		if q.Get("follow") == "true" {
-			f.wake = make(chan struct{}, 1)
+			s.wake = make(chan struct{}, 1)
 			// Watching before the first read: no line falls between the two.
-			defer sv.logs.watch(f.wake)()
+			defer sv.logs.watch(s.wake)()
 		}
-		defer f.stop()
-		var lines []container.LogLine
-		for _, ring := range rings {
-			next := ring.Next()
-			got, next, _ := ring.Since(next - min(next, uint64(n)))
-			lines = append(lines, got...)
-			f.add(ring, next)
-		}
-		byTime(lines)
-		lines = lines[len(lines)-min(n, len(lines)):]
+		defer s.stop()
+		s.begin(rings, n)
 
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.WriteHeader(http.StatusOK)
-		out := &logWriter{w: w, buf: bufio.NewWriter(w)}
-		out.enc = json.NewEncoder(out.buf)
-		if !out.write(lines) || f.wake == nil {
+		out := newLogWriter(w)
+		if !s.drain(out) || s.wake == nil {
 			return
 		}
-		sv.followLogs(r, f, out)
+		sv.followLogs(r, s, out)
 	}
 }
 
-// followLogs writes the lines the rings of f gain until the client goes, the API
+// followLogs writes the lines the rings of s gain until the client goes, the API
 // closes or a write fails; a ring lapping the follower is reported as dropped lines.
-func (sv *Supervisor) followLogs(r *http.Request, f *logFollower, out *logWriter) {
+func (sv *Supervisor) followLogs(r *http.Request, s *logStream, out *logWriter) {
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-sv.logs.closed:
 			return
-		case <-f.wake:
+		case <-s.wake:
 		}
 		rings, _ := sv.logs.selected(nil)
-		var lines []container.LogLine
 		for _, ring := range rings {
-			from, known := f.next[ring]
-			if !known {
-				if len(f.names) > 0 && !slices.Contains(f.names, ring.Name()) {
-					continue
-				}
-				f.add(ring, 0) // a container that began after the call
+			if s.reads(ring) || len(s.names) > 0 && !slices.Contains(s.names, ring.Name()) {
+				continue
 			}
-			got, next, lost := ring.Since(from)
-			f.next[ring] = next
-			if lost > 0 {
-				_ = out.enc.Encode(logEntry{Time: time.Now().UTC().Format(timeFormat), Container: ring.Name(),
-					Line: fmt.Sprintf("[%d lines dropped: read too slowly]", lost), Dropped: lost})
-			}
-			lines = append(lines, got...)
+			s.add(ring, 0) // a container that began after the call
 		}
-		byTime(lines)
-		if !out.write(lines) {
+		// Up to the lines there are now: a container that never pauses does not keep
+		// the others' new rings from being picked up.
+		for _, c := range s.cursors {
+			c.end = c.ring.Next()
+		}
+		if !s.drain(out) {
 			return
 		}
 	}
 }
 
-// logWriter writes logEntry lines and flushes them to the client at once.
+// logWriter writes logEntry lines, each with writeTimeout to be taken.
 type logWriter struct {
-	w   http.ResponseWriter
+	rc  *http.ResponseController
 	buf *bufio.Writer
 	enc *json.Encoder // into buf
 }
 
-// write reports false when the client is gone.
-func (o *logWriter) write(lines []container.LogLine) bool {
-	for _, l := range lines {
-		e := logEntry{Time: l.Time.UTC().Format(timeFormat), Container: l.Container, Stream: "stdout", Line: l.Line}
-		if l.Stderr {
-			e.Stream = "stderr"
-		}
-		_ = o.enc.Encode(e)
+func newLogWriter(w http.ResponseWriter) *logWriter {
+	o := &logWriter{rc: http.NewResponseController(w), buf: bufio.NewWriter(w)}
+	o.enc = json.NewEncoder(o.buf)
+	return o
+}
+
+// write encodes e; false when the client is gone or did not take it in time.
+func (o *logWriter) write(e logEntry) bool {
+	_ = o.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return o.enc.Encode(e) == nil
+}
+
+func (o *logWriter) line(l container.LogLine) bool {
+	e := logEntry{Time: l.Time.UTC().Format(timeFormat), Container: l.Container, Stream: "stdout", Line: l.Line}
+	if l.Stderr {
+		e.Stream = "stderr"
 	}
-	if o.buf.Flush() != nil {
-		return false
-	}
-	if fl, ok := o.w.(http.Flusher); ok {
-		fl.Flush()
-	}
-	return true
+	return o.write(e)
+}
+
+func (o *logWriter) dropped(name string, lost uint64) bool {
+	return o.write(logEntry{Time: time.Now().UTC().Format(timeFormat), Container: name,
+		Line: fmt.Sprintf("[%d lines dropped: read too slowly]", lost), Dropped: lost})
+}
+
+// flush sends what is buffered to the client at once; false when it is gone.
+func (o *logWriter) flush() bool {
+	_ = o.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return o.buf.Flush() == nil && o.rc.Flush() == nil
 }
 
 // timeFormat is RFC 3339 with milliseconds.
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 
-func byTime(lines []container.LogLine) {
-	slices.SortStableFunc(lines, func(a, b container.LogLine) int { return a.Time.Compare(b.Time) })
+// logStream is what one GET /v1/logs call reads: a cursor into every ring.
+type logStream struct {
+	cursors []*logCursor
+	names   []string // the containers asked for; none: all
+	stops   []func()
+	wake    chan struct{} // nil: not following
 }
 
-// logFollower is what one follow call reads: the next line number of every ring.
-type logFollower struct {
-	next  map[*container.LogRing]uint64
-	names []string // the containers asked for; none: all
-	stops []func()
-	wake  chan struct{} // nil: not following
+// logCursor is where a call reads one ring: the number of the next line to copy, the
+// number it stops before, and the copied lines not written yet (batch[at:]).
+type logCursor struct {
+	ring      *container.LogRing
+	next, end uint64
+	batch     []container.LogLine
+	at        int
 }
 
-func (f *logFollower) add(r *container.LogRing, next uint64) {
-	f.next[r] = next
-	if f.wake != nil {
-		f.stops = append(f.stops, r.Watch(f.wake))
+func (s *logStream) add(r *container.LogRing, next uint64) *logCursor {
+	c := &logCursor{ring: r, next: next, end: math.MaxUint64}
+	s.cursors = append(s.cursors, c)
+	if s.wake != nil {
+		s.stops = append(s.stops, r.Watch(s.wake))
+	}
+	return c
+}
+
+func (s *logStream) reads(r *container.LogRing) bool {
+	return slices.ContainsFunc(s.cursors, func(c *logCursor) bool { return c.ring == r })
+}
+
+func (s *logStream) stop() {
+	for _, stop := range s.stops {
+		stop()
 	}
 }
 
-func (f *logFollower) stop() {
-	for _, s := range f.stops {
-		s()
+// begin sets a cursor on every ring at the first of the last n lines of them all
+// (merged by time), ending at the lines each has now. Only the lines' times are
+// copied to find where.
+func (s *logStream) begin(rings []*container.LogRing, n int) {
+	type kept struct {
+		nanos int64
+		ring  int
 	}
+	var all []kept
+	for i, ring := range rings {
+		next := ring.Next()
+		times, first := ring.Times(next - min(next, uint64(n)))
+		for _, t := range times {
+			all = append(all, kept{t, i})
+		}
+		s.add(ring, first).end = first + uint64(len(times))
+	}
+	slices.SortStableFunc(all, func(a, b kept) int { return cmp.Compare(a.nanos, b.nanos) })
+	for _, k := range all[:len(all)-min(n, len(all))] {
+		s.cursors[k.ring].next++ // older than the last n of them all
+	}
+}
+
+// drain writes the lines of every cursor up to its end, merged by time, copying at
+// most logBatchBytes of them at a time; false when the client is gone.
+func (s *logStream) drain(out *logWriter) bool {
+	per := logBatchBytes / max(len(s.cursors), 1)
+	for {
+		var first *logCursor
+		for _, c := range s.cursors {
+			if c.at == len(c.batch) && c.next < c.end && !c.refill(out, per) {
+				return false
+			}
+			if c.at < len(c.batch) && (first == nil || c.batch[c.at].Time.Before(first.batch[first.at].Time)) {
+				first = c
+			}
+		}
+		if first == nil {
+			return out.flush()
+		}
+		if !out.line(first.batch[first.at]) {
+			return false
+		}
+		first.batch[first.at] = container.LogLine{} // its text is not pinned while the rest is written
+		first.at++
+	}
+}
+
+// refill copies the next lines of c's ring, up to maxBytes of them and c.end, and
+// reports the lines the ring dropped before c read them; false when the client is gone.
+func (c *logCursor) refill(out *logWriter, maxBytes int) bool {
+	var lost uint64
+	c.batch, c.next, lost = c.ring.Read(c.batch[:0], c.next, maxBytes)
+	c.at = 0
+	if c.next > c.end { // the ring gained lines meanwhile, past where the call stops
+		extra := int(min(c.next-c.end, uint64(len(c.batch))))
+		clear(c.batch[len(c.batch)-extra:])
+		c.batch, c.next = c.batch[:len(c.batch)-extra], c.end
+	}
+	return lost == 0 || out.dropped(c.ring.Name(), lost)
 }

@@ -22,6 +22,7 @@ import (
 func (sv *Supervisor) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	doc := sv.Status()
+	setWriteDeadline(w)
 	promtext.Family(w, "tend_instance_ready", "gauge", "1 when the instance's ready condition is True, else 0.")
 	metrics.WriteGaugeUint64(w, "tend_instance_ready", b2u(doc.Ready.True()))
 	promtext.Family(w, "tend_instance_installed", "gauge", "1 when the instance's installed condition is True, else 0.")

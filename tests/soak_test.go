@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -184,4 +185,109 @@ func sample(t *testing.T, tp *tend, pid int) soakSample {
 		}
 	}
 	return s
+}
+
+// TestSoakAPIAbuse is `make soak`'s slow-client and follower case: for SOAK_ABUSE_DURATION
+// (default 1m) 8 containers print 60 KB lines while 500 token-holding TCP clients ask
+// for their logs (half follow) and never read, new ones coming as tend drops them, 40
+// `logs -f` hold the unix socket and 256 TCP clients announce bodies they never send.
+// Every second `tend status --ready` must exit 0 and /v1/live over TCP answer within
+// 2 s. It prints tend's peak RSS, FDs and goroutines and how the health checks fared.
+func TestSoakAPIAbuse(t *testing.T) {
+	d := time.Minute
+	if v := os.Getenv("SOAK_ABUSE_DURATION"); v != "" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("SOAK_ABUSE_DURATION: %v", err)
+		}
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	apiAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	var b strings.Builder
+	b.WriteString("containers:\n")
+	for i := range 8 {
+		fmt.Fprintf(&b, "  - name: c%d\n    command: [\"sh\", \"-c\", \"l=$(head -c 61440 /dev/zero | tr '\\\\0' x); while :; do echo $l; sleep 0.05; done\"]\n", i)
+	}
+	tp := start(t, b.String(), runOpts{discard: true,
+		args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", apiAddr, "--api-token-file", tokenFile}})
+	pid := tp.pid()
+	tp.waitStatus(10*time.Second, "all ready", func(d status.Document) bool { return d.Ready.True() })
+	time.Sleep(2 * time.Second) // settle (tend lowers GOMAXPROCS and GOGC after 2 s)
+	begin := sample(t, tp, pid)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var logClients atomic.Int64
+	wg.Add(1)
+	go func() { // the non-reading log clients, reopened as tend drops them
+		defer wg.Done()
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			c, err := net.DialTimeout("tcp", apiAddr, time.Second)
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(c, "GET /v1/logs?lines=100&follow=%t HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n\r\n", i%2 == 1)
+			conns = append(conns, c)
+			logClients.Add(1)
+			if len(conns) > 500 {
+				conns[0].Close()
+				conns = conns[1:]
+			}
+		}
+	}()
+	held := dialAll(t, "unix", tp.sock, 40, "GET /v1/logs?follow=true HTTP/1.1\r\nHost: x\r\n\r\n")
+	held = append(held, dialAll(t, "tcp", apiAddr, 256, "GET /v1/live HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")...)
+
+	var checks, readyFailed, liveFailed int
+	var slowestLive time.Duration
+	maxFDs := 0
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
+		checks++
+		maxFDs = max(maxFDs, openFDs(pid))
+		if _, _, code := runCLI(t, tp.dir, "status", "--ready", "--listen", "unix:"+tp.sock); code != 0 {
+			readyFailed++
+		}
+		t0 := time.Now()
+		if code, _, err := getWithin(tcpClient(), "http://"+apiAddr+"/v1/live", 2*time.Second); err != nil || code != http.StatusOK {
+			liveFailed++
+		}
+		slowestLive = max(slowestLive, time.Since(t0))
+	}
+	peak := peakRSS(t, pid)
+	close(stop)
+	wg.Wait()
+	for _, c := range held {
+		c.Close()
+	}
+	time.Sleep(12 * time.Second) // the write and read timeouts (10 s) drop what is left
+	end := sample(t, tp, pid)
+	report := fmt.Sprintf("soak API abuse %v: %d non-reading log clients, 40 unix followers, 256 stalled bodies; peak RSS %d KiB, FDs at most %d\n"+
+		"health checks %d: status --ready failed %d, /v1/live over TCP failed %d (slowest %v)\n"+
+		"          FDs   RSS KiB  goroutines\nstart  %6d  %8d  %10d\nend    %6d  %8d  %10d\n",
+		d, logClients.Load(), peak>>10, maxFDs, checks, readyFailed, liveFailed, slowestLive.Round(time.Millisecond),
+		begin.fds, begin.rssKiB, begin.goroutines, end.fds, end.rssKiB, end.goroutines)
+	fmt.Print(report)
+	if readyFailed > 0 || liveFailed > 0 {
+		t.Errorf("health checks failed under abuse:\n%s", report)
+	}
+	if peak > 200<<20 {
+		t.Errorf("peak RSS %d MiB, want under 200:\n%s", peak>>20, report)
+	}
+	if end.fds > begin.fds+20 || end.goroutines > begin.goroutines+20 {
+		t.Errorf("FDs or goroutines grew:\n%s", report)
+	}
 }
