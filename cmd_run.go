@@ -60,6 +60,7 @@ func runCommand() *cli.Command {
 			// Begun before anything else so that it overlaps with loading the spec.
 			process := supervisor.SetUpProcess()
 			stdout, stderr := consoleOutput(os.Stdout, c.Bool("timestamps")), consoleOutput(os.Stderr, c.Bool("timestamps"))
+			defer flushConsoles(stdout, stderr)
 			log, err := newLogger(stderr, isTerminal(os.Stderr), c.String("log-format"), c.String("log-level"))
 			if err != nil {
 				return fail(2, "run: %v", err)
@@ -130,9 +131,24 @@ func logWarnings(log zerolog.Logger, path string) func(*convert.Result) {
 	}
 }
 
-// consoleOutput is one of tend's streams as the containers' lines go to it.
+// consoleOutput is one of tend's streams as the containers' lines and tend's own log
+// go to it: through a Console, so that a stream nobody reads never stalls supervision.
 func consoleOutput(f *os.File, timestamps bool) *container.Output {
-	return container.NewStyledOutput(f, consoleStyle(f, timestamps))
+	return container.NewStyledOutput(container.NewConsole(f), consoleStyle(f, timestamps))
+}
+
+// consoleFlushTimeout bounds how long tend, exiting, waits for its console streams to
+// take what is queued for them: a stream nobody reads must not hold the exit.
+const consoleFlushTimeout = 2 * time.Second
+
+// flushConsoles writes out what is queued for tend's console streams, for at most
+// consoleFlushTimeout in all.
+func flushConsoles(outs ...*container.Output) {
+	ctx, cancel := context.WithTimeout(context.Background(), consoleFlushTimeout)
+	defer cancel()
+	for _, o := range outs {
+		o.Flush(ctx)
+	}
 }
 
 // consoleStyle colours names on a terminal unless NO_COLOR is set

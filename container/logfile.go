@@ -3,7 +3,6 @@ package container
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 )
 
 // LogFile is a container's log.file with size rotation. Before a write would take the
@@ -26,8 +26,18 @@ import (
 // Write errors are reported, not returned silently: the first failing write logs a
 // warning and shows in Err (the container's log_error), the first write that works
 // again logs that it recovered. A LogFile is safe for concurrent use.
+//
+// A container's user may own the log's directory, and tend writes as root: every
+// file of the log is opened, renamed and removed relative to the directory opened
+// once (openat and friends), by a name of one component, without following a
+// symlink (O_NOFOLLOW; unlink and rename never follow one). A name of one component
+// cannot leave the directory, so openat2's RESOLVE_BENEATH would add nothing. A
+// symlink, FIFO, device or hard link put in place of the log file is refused: that
+// is log_error, and lines still reach stdout.
 type LogFile struct {
 	path     string
+	name     string   // the file's name in dir
+	dir      *os.File // the log's directory
 	maxSize  int64
 	maxFiles int
 
@@ -46,7 +56,9 @@ type LogFile struct {
 const backupTimeFormat = "2006-01-02T15-04-05.000"
 
 // OpenLog opens path for appending (parent directories created, files mode 0644) with
-// rotation at maxSizeMB, keeping maxFiles rotated files.
+// rotation at maxSizeMB, keeping maxFiles rotated files. Only a directory that cannot
+// be made or opened is an error: a log file that cannot be opened is Err, and each
+// write tries again.
 func OpenLog(path string, maxSizeMB, maxFiles int) (*LogFile, error) {
 	if maxSizeMB < 1 {
 		return nil, fmt.Errorf("open log %s: max size must be at least 1 MB, got %d", path, maxSizeMB)
@@ -57,13 +69,18 @@ func OpenLog(path string, maxSizeMB, maxFiles int) (*LogFile, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open log %s: %w", path, err)
 	}
-	l := &LogFile{path: path, maxSize: int64(maxSizeMB) << 20, maxFiles: maxFiles, log: zerolog.Nop(), changed: func() {}}
-	if err := l.open(); err != nil {
+	dir, err := os.OpenFile(filepath.Dir(path), os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", path, err)
 	}
+	l := &LogFile{path: path, name: filepath.Base(path), dir: dir, maxSize: int64(maxSizeMB) << 20, maxFiles: maxFiles, log: zerolog.Nop(), changed: func() {}}
 	if err := l.prune(maxFiles); err != nil {
-		l.f.Close()
+		dir.Close()
 		return nil, fmt.Errorf("open log %s: %w", path, err)
+	}
+	if err := l.open(); err != nil {
+		msg := err.Error()
+		l.failing.Store(&msg) // reported by Report, once the logger is known
 	}
 	return l, nil
 }
@@ -72,6 +89,9 @@ func OpenLog(path string, maxSizeMB, maxFiles int) (*LogFile, error) {
 // block) after each, for the status. Call it before the first Write.
 func (l *LogFile) Report(log zerolog.Logger, changed func()) {
 	l.log, l.changed = log, changed
+	if e := l.failing.Load(); e != nil {
+		l.log.Warn().Str("error", *e).Str("log_file", l.path).Msg("cannot open the log file; lines are lost until it works again")
+	}
 }
 
 // Err is the error that makes writes fail, or "" while they work.
@@ -125,26 +145,41 @@ func (l *LogFile) note(err error) {
 	}
 }
 
-// open opens the current file for appending, created with mode 0644 whatever the umask.
+// open opens the current file for appending, created with mode 0644 whatever the
+// umask. It follows no symlink and does not block on a FIFO (O_NONBLOCK: no reader is
+// ENXIO). It refuses a FIFO (whose reader could stall the writes) and a regular file
+// with another hard link (one the container's user linked to a file of root's). A
+// device is kept: only root makes one, and a test writes to /dev/full.
 func (l *LogFile) open() error {
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
-	if err == nil {
-		err = f.Chmod(0o644)
-	} else if errors.Is(err, fs.ErrExist) {
-		f, err = os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
+	const flags = unix.O_WRONLY | unix.O_APPEND | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	fd, err := unix.Openat(int(l.dir.Fd()), l.name, flags|unix.O_CREAT|unix.O_EXCL, 0o644)
+	created := err == nil
+	if errors.Is(err, unix.EEXIST) {
+		fd, err = unix.Openat(int(l.dir.Fd()), l.name, flags, 0)
+	}
+	if errors.Is(err, unix.ELOOP) {
+		return fmt.Errorf("open %s: a symlink; log files are never opened through one", l.path)
 	}
 	if err != nil {
-		if f != nil {
-			f.Close()
-		}
-		return err
+		return &os.PathError{Op: "open", Path: l.path, Err: err}
 	}
-	info, err := f.Stat()
+	f := os.NewFile(uintptr(fd), l.path)
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	switch {
+	case err != nil:
+	case st.Mode&unix.S_IFMT == unix.S_IFIFO:
+		err = fmt.Errorf("open %s: a FIFO, not a regular file", l.path)
+	case st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1:
+		err = fmt.Errorf("open %s: has %d hard links; a log file must have one", l.path, st.Nlink)
+	case created:
+		err = f.Chmod(0o644)
+	}
 	if err != nil {
 		f.Close()
 		return err
 	}
-	l.f, l.size = f, info.Size()
+	l.f, l.size = f, st.Size
 	return nil
 }
 
@@ -157,22 +192,36 @@ func (l *LogFile) rotate() error {
 	}
 	l.f = nil
 	if l.maxFiles == 0 {
-		return os.Remove(l.path)
+		return l.unlink(l.name)
 	}
 	if err := l.prune(l.maxFiles - 1); err != nil {
 		return err
 	}
-	return os.Rename(l.path, l.backupName(time.Now()))
+	backup := l.backupName(time.Now())
+	if err := unix.Renameat(int(l.dir.Fd()), l.name, int(l.dir.Fd()), backup); err != nil {
+		return &os.LinkError{Op: "rename", Old: l.path, New: backup, Err: err}
+	}
+	return nil
 }
 
-// backupName is the rotated name for t, a millisecond later for every name taken (two
-// rotations within a millisecond must not overwrite one another).
+// unlink removes name from the log's directory (a symlink itself, never its target).
+func (l *LogFile) unlink(name string) error {
+	if err := unix.Unlinkat(int(l.dir.Fd()), name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return &os.PathError{Op: "remove", Path: filepath.Join(filepath.Dir(l.path), name), Err: err}
+	}
+	return nil
+}
+
+// backupName is the rotated name (in the log's directory) for t, a millisecond later
+// for every name taken (two rotations within a millisecond must not overwrite one
+// another).
 func (l *LogFile) backupName(t time.Time) string {
-	ext := filepath.Ext(l.path)
-	base := strings.TrimSuffix(l.path, ext)
+	ext := filepath.Ext(l.name)
+	base := strings.TrimSuffix(l.name, ext)
 	for {
 		name := base + "-" + t.UTC().Format(backupTimeFormat) + ext
-		if _, err := os.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+		var st unix.Stat_t
+		if err := unix.Fstatat(int(l.dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
 			return name
 		}
 		t = t.Add(time.Millisecond)
@@ -181,10 +230,9 @@ func (l *LogFile) backupName(t time.Time) string {
 
 // prune removes the oldest rotated files until at most keep are left.
 func (l *LogFile) prune(keep int) error {
-	dir, file := filepath.Split(l.path)
-	ext := filepath.Ext(file)
-	prefix := strings.TrimSuffix(file, ext) + "-"
-	entries, err := os.ReadDir(filepath.Clean(dir))
+	ext := filepath.Ext(l.name)
+	prefix := strings.TrimSuffix(l.name, ext) + "-"
+	entries, err := l.readDir()
 	if err != nil {
 		return err
 	}
@@ -204,18 +252,33 @@ func (l *LogFile) prune(keep int) error {
 	}
 	slices.Sort(rotated) // the timestamps sort by age
 	for _, name := range rotated[:len(rotated)-keep] {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := l.unlink(name); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// readDir lists the log's directory, read afresh through the opened directory.
+func (l *LogFile) readDir() ([]os.DirEntry, error) {
+	fd, err := unix.Openat(int(l.dir.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: filepath.Dir(l.path), Err: err}
+	}
+	d := os.NewFile(uintptr(fd), filepath.Dir(l.path))
+	defer d.Close()
+	return d.ReadDir(-1)
+}
+
 // Close closes the current file.
 func (l *LogFile) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
 	l.closed = true
+	l.dir.Close()
 	if l.f == nil {
 		return nil
 	}

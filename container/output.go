@@ -2,6 +2,7 @@ package container
 
 import (
 	"bytes"
+	"context"
 	"hash/fnv"
 	"io"
 	"regexp"
@@ -75,11 +76,27 @@ func (o *Output) Align(s *spec.Spec) {
 }
 
 // Write writes p, which should hold whole lines, with one write to the underlying
-// writer that no other Write interleaves with. A slow writer makes the others wait.
+// writer that no other Write interleaves with. A slow writer makes the others wait:
+// tend's console streams are Consoles, which never block.
 func (o *Output) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.w.Write(p)
+}
+
+// Dropped is how many lines the Console under o dropped; 0 for another writer.
+func (o *Output) Dropped() uint64 {
+	if c, ok := o.w.(*Console); ok {
+		return c.Dropped()
+	}
+	return 0
+}
+
+// Flush waits for the Console under o to write out what it holds, or for ctx to end.
+func (o *Output) Flush(ctx context.Context) {
+	if c, ok := o.w.(*Console); ok {
+		c.Flush(ctx)
+	}
 }
 
 // LineWriter splits what a child writes into lines and writes each as "NAME | line\n"

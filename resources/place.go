@@ -67,15 +67,19 @@ func writeFileAtomic(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	// The directory may be one a container's user can write: the mode is set on the
+	// open file, never by name (a symlink swapped in for the temporary file would
+	// make a chmod by name change root's file), CreateTemp's O_EXCL creates and
+	// follows nothing, and rename and remove act on names, never on a symlink's target.
 	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), path)

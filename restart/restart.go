@@ -35,7 +35,7 @@ func (p Policy) Delay(fails int, rnd func() float64) time.Duration {
 	if fails <= 0 {
 		return 0
 	}
-	det := float64(p.MinPeriod) * math.Pow(p.Backoff, float64(fails-1))
+	det := grown(float64(p.MinPeriod), p.Backoff, fails-1, float64(p.MaxPeriod))
 	jitter := float64(p.MaxJitter) * rnd()
 	return capped(det+jitter, p.MaxPeriod)
 }
@@ -56,7 +56,7 @@ type TimeLimit struct {
 // successes for probes, init containers and init commands.
 func (t TimeLimit) Period(counter int) time.Duration {
 	step := max(0, counter-1)
-	return capped(float64(t.MinPeriod)+float64(t.Scale)*math.Pow(t.BackOff, float64(step)), t.MaxPeriod)
+	return capped(float64(t.MinPeriod)+grown(float64(t.Scale), t.BackOff, step, float64(t.MaxPeriod)), t.MaxPeriod)
 }
 
 // Wait is how long to wait before the next run, given when the last one started:
@@ -65,11 +65,31 @@ func (t TimeLimit) Wait(counter int, lastStart, now time.Time) time.Duration {
 	return max(0, t.Period(counter)-now.Sub(lastStart))
 }
 
-// capped converts nanoseconds to a duration no larger than limit, also when the
-// float has overflowed to +Inf or is NaN.
-func capped(ns float64, limit time.Duration) time.Duration {
-	if math.IsNaN(ns) || ns >= float64(limit) {
+// grown is base*factor^steps (factor >= 1, as validation requires), no larger than
+// limit. It never overflows: once the product would reach limit it is limit, and a
+// base of 0 stays 0 however many the steps (a plain 0 * factor^1024 is 0 * +Inf,
+// which is NaN).
+func grown(base, factor float64, steps int, limit float64) float64 {
+	if base <= 0 || steps <= 0 || factor <= 1 || base >= limit {
+		return min(base, limit)
+	}
+	// The exponent at which the product reaches limit; at or past it the product
+	// is limit, and below it factor^steps < limit/base is finite.
+	if float64(steps) >= math.Log(limit/base)/math.Log(factor) {
 		return limit
+	}
+	return min(base*math.Pow(factor, float64(steps)), limit)
+}
+
+// capped converts nanoseconds to a duration in [0, limit], also when the float has
+// overflowed to +Inf or is NaN (both give limit: waiting too long is safer than
+// restarting in a tight loop).
+func capped(ns float64, limit time.Duration) time.Duration {
+	switch {
+	case math.IsNaN(ns) || ns >= float64(limit):
+		return max(0, limit)
+	case ns <= 0:
+		return 0
 	}
 	return time.Duration(ns)
 }

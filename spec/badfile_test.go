@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -53,7 +54,7 @@ containers: *i
 	tests := []struct {
 		name, path, want string
 	}{
-		{"missing", filepath.Join(dir, "nope.yaml"), "stat: no such file or directory"},
+		{"missing", filepath.Join(dir, "nope.yaml"), "open: no such file or directory"},
 		{"directory", filepath.Join(dir, "adir"), "is a directory, not a spec file"},
 		{"huge", huge, "too large for a spec (104857600 bytes, at most 1048576)"},
 		{"empty", write("empty.yaml", nil), "the file is empty"},
@@ -108,5 +109,60 @@ func TestAliasesWithinBounds(t *testing.T) {
 	_, err := Load(writeSpec(t, b.String(), nil), testOptions())
 	if err == nil || !strings.Contains(err.Error(), "x-env: unknown field") || strings.Count(err.Error(), "\n") != 0 {
 		t.Errorf("Load = %v, want only the unknown x-env field", err)
+	}
+}
+
+// TestSpecSwappedForFIFO: a FIFO renamed over the spec between a check and the open
+// must not block the reader. The spec is a symlink flipped between a regular file and
+// a FIFO nobody writes as fast as possible while Load runs in a loop; an open that
+// follows into the FIFO without O_NONBLOCK would block forever.
+func TestSpecSwappedForFIFO(t *testing.T) {
+	dir := t.TempDir()
+	regular, fifo, path := filepath.Join(dir, "good.yaml"), filepath.Join(dir, "fifo"), filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(regular, []byte("containers: [{name: a, command: [/bin/true]}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(regular, path); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	flipped := make(chan struct{})
+	go func() {
+		defer close(flipped)
+		tmp := filepath.Join(dir, "tmp")
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			target := []string{regular, fifo}[i%2]
+			if os.Symlink(target, tmp) != nil || os.Rename(tmp, path) != nil {
+				return
+			}
+		}
+	}()
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		for end := time.Now().Add(time.Second); time.Now().Before(end); {
+			_, err := Load(path, testOptions())
+			if err != nil && !strings.Contains(err.Error(), "not a regular file (named pipe)") && !strings.Contains(err.Error(), "no such file") {
+				t.Errorf("Load = %v, want success or a refused FIFO", err)
+			}
+		}
+	}()
+	defer func() { close(stop); <-flipped }()
+	select {
+	case <-loaded:
+	case <-time.After(10 * time.Second):
+		// Unblock the reader stuck in open: a writer comes and goes.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("Load blocked on a FIFO swapped in for the spec")
 	}
 }

@@ -3,6 +3,7 @@ package spec
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -150,21 +151,19 @@ func readSecret(path string) (string, error) {
 	return strings.TrimSuffix(s, "\r"), nil
 }
 
-// readSmallFile reads a regular file of at most maxSideFile bytes.
+// readSmallFile reads a regular file of at most maxSideFile bytes (openRegular: a
+// FIFO or device is refused without blocking).
 func readSmallFile(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
+	f, _, err := openRegular(path, "a file")
+	var pe *os.PathError
+	switch {
+	case errors.As(err, &pe):
 		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	defer f.Close()
-	// Stat's size may be wrong (/proc) or stale: read at most one byte too many.
+	// Fstat's size may be wrong (/proc) or stale: read at most one byte too many.
 	data, err := io.ReadAll(io.LimitReader(f, maxSideFile+1))
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -150,24 +151,15 @@ func readSecrets(s *Spec, path string, vars []EnvVar, c *collector) {
 // non-regular file, anything over MaxFileSize (without reading it), an empty file,
 // binary data and text that is not UTF-8.
 func readSpecFile(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, unwrapPath(err)
-	}
-	switch {
-	case st.IsDir():
-		return nil, errors.New("is a directory, not a spec file")
-	case !st.Mode().IsRegular():
-		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
-	case st.Size() > MaxFileSize:
-		return nil, fmt.Errorf("too large for a spec (%d bytes, at most %d)", st.Size(), MaxFileSize)
-	}
-	f, err := os.Open(path)
+	f, size, err := openRegular(path, "a spec file")
 	if err != nil {
 		return nil, unwrapPath(err)
 	}
 	defer f.Close()
-	// The size may change between Stat and Open: read at most one byte too many.
+	if size > MaxFileSize {
+		return nil, fmt.Errorf("too large for a spec (%d bytes, at most %d)", size, MaxFileSize)
+	}
+	// The file may grow while it is read: read at most one byte too many.
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	switch {
 	case err != nil:
@@ -176,6 +168,47 @@ func readSpecFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("too large for a spec (more than %d bytes)", MaxFileSize)
 	}
 	return data, nil
+}
+
+// openRegular opens path for reading if it is a regular file, and returns its size;
+// what names the file expected in the error for a directory. Errors of the system
+// calls are *os.PathError (they name the file), the others do not.
+// It opens with O_NONBLOCK, so that a FIFO with no writer does not block the open
+// (nor a later read) forever, and judges the opened descriptor (fstat), so that a
+// FIFO or device swapped in after a check is refused too. Go adds O_CLOEXEC itself.
+func openRegular(path, what string) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+	case st.IsDir():
+		err = fmt.Errorf("is a directory, not %s", what)
+	case !st.Mode().IsRegular():
+		err = fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size(), nil
+}
+
+// fileKind names the type of a file that is not regular nor a directory.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeCharDevice != 0:
+		return "character device"
+	case m&os.ModeDevice != 0:
+		return "device"
+	}
+	return m.Type().String()
 }
 
 // checkText refuses content that cannot be a spec: empty, binary or not UTF-8.

@@ -258,7 +258,7 @@ containers:
 
 func TestSecretErrors(t *testing.T) {
 	got := loadErrors(t, "containers: [{name: a, command: x, env: [{name: S, value_from: {file: nope}}]}]\n", nil)
-	if len(got) != 1 || !strings.HasPrefix(got[0], "containers[0].env[0].value_from.file: cannot read the secret: stat ") ||
+	if len(got) != 1 || !strings.HasPrefix(got[0], "containers[0].env[0].value_from.file: cannot read the secret: open ") ||
 		!strings.Contains(got[0], "nope") {
 		t.Errorf("errors = %q", got)
 	}

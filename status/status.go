@@ -173,15 +173,19 @@ type DynamicResource struct {
 
 // Document is the whole status document served at GET /v1/status.
 type Document struct {
-	Instance          string            `json:"instance"`
-	Revision          string            `json:"revision"`
-	State             string            `json:"state"`
-	Installed         Condition         `json:"installed"`
-	Ready             Condition         `json:"ready"`
-	InitContainers    []InitContainer   `json:"init_containers"`
-	Containers        []Container       `json:"containers"`
-	Resources         []Resource        `json:"resources,omitempty"`
-	DynamicResources  []DynamicResource `json:"dynamic_resources,omitempty"`
-	ReloadError       string            `json:"reload_error"`
-	LastHeartbeatTime *Time             `json:"last_heartbeat_time,omitempty"`
+	Instance         string            `json:"instance"`
+	Revision         string            `json:"revision"`
+	State            string            `json:"state"`
+	Installed        Condition         `json:"installed"`
+	Ready            Condition         `json:"ready"`
+	InitContainers   []InitContainer   `json:"init_containers"`
+	Containers       []Container       `json:"containers"`
+	Resources        []Resource        `json:"resources,omitempty"`
+	DynamicResources []DynamicResource `json:"dynamic_resources,omitempty"`
+	ReloadError      string            `json:"reload_error"`
+	// ConsoleDroppedLines counts the lines of containers and of tend's own log that
+	// tend's stdout and stderr did not take in time (nobody reading them) and that
+	// were dropped instead of stalling supervision. Log files and `tend logs` have them.
+	ConsoleDroppedLines uint64 `json:"console_dropped_lines"`
+	LastHeartbeatTime   *Time  `json:"last_heartbeat_time,omitempty"`
 }

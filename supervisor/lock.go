@@ -26,13 +26,15 @@ type instanceLock struct{ f *os.File }
 // listeners still keep a second tend on the same sockets out.
 func lockInstance(dir string, log zerolog.Logger) (*instanceLock, error) {
 	path := filepath.Join(dir, lockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openLockFile(path)
 	if err != nil {
 		log.Warn().Err(err).Str("lock", path).Msg("cannot create the instance lock; running without it")
 		return nil, nil
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(path)
+		b := make([]byte, 32)
+		n, _ := f.ReadAt(b, 0) // the open file, not the name: it may have changed since
+		b = b[:n]
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			holder := "another tend"
@@ -53,6 +55,27 @@ func lockInstance(dir string, log zerolog.Logger) (*instanceLock, error) {
 		}
 	}()
 	return &instanceLock{f}, nil
+}
+
+// openLockFile opens (or creates) the lock file. tend truncates and writes it as root
+// in instance.dir, which a container's user may be able to write: it follows no
+// symlink (O_NOFOLLOW), does not block on a FIFO (O_NONBLOCK), and keeps only a
+// regular file with no other hard link, so that it can never be made to write
+// another file.
+func openLockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err = unix.Fstat(int(f.Fd()), &st); err == nil && (st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1) {
+		err = errors.New("not a regular file with one link")
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // release unlocks the instance (the file stays: removing it would race with a next

@@ -31,6 +31,8 @@ func (sv *Supervisor) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	probes.WriteMetrics(w)
 	promtext.Family(w, "tend_orphans_reaped_total", "counter", "Orphaned processes tend reaped that were none of its containers.")
 	metrics.WriteCounterUint64(w, "tend_orphans_reaped_total", proc.OrphansReaped())
+	promtext.Family(w, "tend_console_dropped_lines_total", "counter", "Lines dropped because tend's stdout or stderr did not take them in time (log files and tend logs keep them).")
+	metrics.WriteCounterUint64(w, "tend_console_dropped_lines_total", doc.ConsoleDroppedLines)
 	writeProcessMetrics(w)
 }
 

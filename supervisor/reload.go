@@ -2,65 +2,109 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/spec"
 )
 
+// specReadTimeout bounds reading the spec for a reload. The read runs off the main
+// loop (a file on a hung file system blocks its reader, whatever the flags); past
+// this the reload fails and the stuck read is left behind.
+const specReadTimeout = 10 * time.Second
+
 // reload re-reads the spec and applies the difference (docs/reference.md "Reload"): unchanged
 // containers keep running untouched, a change of target_state alone stops or starts
 // the container, changed ones are stopped and started again with their init
 // commands, removed ones are stopped and destroyed, new ones start. An invalid spec
-// changes nothing and is shown in status as reload_error.
+// changes nothing and is shown in status as reload_error. The spec is read off the
+// main loop, which goes on supervising meanwhile; further reloads queue.
 func (sv *Supervisor) reload(req request) {
 	if sv.reloading {
 		sv.log.Info().Msg("reload queued behind the reload in progress")
 		sv.pending = append(sv.pending, req)
 		return
 	}
+	sv.reloading = true
+	path := sv.spec.Path() // the main loop is the only writer of sv.spec
+	go func() { sv.reloadSteps <- sv.loadSpec(req, path) }()
+}
+
+// loadSpec runs opts.Load for a reload, for at most specReadTimeout.
+func (sv *Supervisor) loadSpec(req request, path string) reloadStep {
+	done := make(chan reloadStep, 1) // buffered: a late Load does not stay blocked on it
+	go func() {
+		next, err := sv.opts.Load()
+		done <- reloadStep{loaded: true, req: req, fetched: next, err: err}
+	}()
+	timeout := time.NewTimer(specReadTimeout)
+	defer timeout.Stop()
+	select {
+	case step := <-done:
+		return step
+	case <-timeout.C:
+		return reloadStep{loaded: true, req: req, err: fmt.Errorf("%s: reading the spec took longer than %v", path, specReadTimeout)}
+	case <-sv.reloadCtx.Done():
+		return reloadStep{loaded: true, req: req, err: errStopping}
+	}
+}
+
+// onLoaded goes on with a reload once its spec is read: an invalid one ends it,
+// a valid one has its resources fetched before anything is stopped
+// (docs/reference.md "Reload"), off the main loop.
+func (sv *Supervisor) onLoaded(step reloadStep) {
 	reply := func(err error) {
-		if req.reply != nil {
-			req.reply(err)
+		if step.req.reply != nil {
+			step.req.reply(err)
 		}
 	}
-	next, err := sv.opts.Load()
-	if err != nil {
-		sv.reloadFailed(err, "reload: the new spec is invalid; nothing changed")
-		reply(err)
+	if step.err != nil {
+		sv.reloadFailed(step.err, "reload: the new spec is invalid; nothing changed")
+		reply(step.err)
+		sv.finishReload()
 		return
 	}
-	// New resources are fetched before anything is stopped (docs/reference.md "Reload"), off the
-	// main loop so that supervision goes on meanwhile; further reloads queue.
 	reply(nil)
-	sv.reloading = true
+	next := step.fetched
 	go func() {
 		err := sv.reloadResources(sv.reloadCtx, next)
 		sv.reloadSteps <- reloadStep{fetched: next, err: err}
 	}()
 }
 
-// reloadStep is what a reload's goroutines hand back to the main loop: the new
-// spec's resources are in place (fetched, or err), or the containers it replaces
-// have stopped and list is to run (swap).
+// reloadStep is what a reload's goroutines hand back to the main loop: the spec is
+// read (loaded: fetched, or err; req is the reload's request), the new spec's
+// resources are in place (fetched, or err), or the containers it replaces have
+// stopped and list is to run (swap).
 type reloadStep struct {
+	loaded  bool
+	req     request
 	fetched *spec.Spec
 	err     error
 	swap    []*container.Container
 }
 
 func (sv *Supervisor) onReloadStep(step reloadStep) {
-	if step.swap != nil {
+	switch {
+	case step.loaded:
+		sv.onLoaded(step)
+	case step.swap != nil:
 		sv.swap(step.swap)
-		return
+	default:
+		sv.applyReload(step.fetched, step.err)
 	}
-	sv.applyReload(step.fetched, step.err)
 }
 
-// abandon drops a step that arrives during shutdown: nothing new starts now, and the
-// containers built for the new spec that never ran release their log files.
+// abandon drops a step that arrives during shutdown: nothing new starts now, a reload
+// whose spec was just read is answered, and the containers built for the new spec
+// that never ran release their log files.
 func (sv *Supervisor) abandon(step reloadStep) {
+	if step.loaded && step.req.reply != nil {
+		step.req.reply(errStopping)
+	}
 	running := map[*container.Container]bool{}
 	for _, c := range sv.current() {
 		running[c] = true
@@ -218,9 +262,8 @@ func (sv *Supervisor) reloadFailed(err error, msg string) {
 }
 
 // finishReload ends a reload and handles the queued requests in order until one of
-// them starts another reload. A queued reload that ends at once (an invalid spec)
-// calls no finishReload of its own, so the loop must go on past it: no request may
-// stay queued unanswered.
+// them starts another reload (which reads its spec off the loop and calls
+// finishReload again when it ends): no request may stay queued unanswered.
 func (sv *Supervisor) finishReload() {
 	sv.reloading = false
 	for !sv.reloading && len(sv.pending) > 0 {

@@ -675,6 +675,8 @@ func (sv *Supervisor) Status() status.Document {
 		InitContainers: append([]status.InitContainer{}, sv.inits...),
 		Containers:     cs,
 		ReloadError:    sv.reloadErr,
+		// Read here, not kept: the console streams count their drops themselves.
+		ConsoleDroppedLines: sv.stdout.Dropped() + sv.stderr.Dropped(),
 	}
 	sv.resourceStatus(&doc)
 	return doc

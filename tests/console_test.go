@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tend-sh/tend/status"
 )
 
 // timeRE is the time tend puts before child lines: RFC 3339 with milliseconds.
@@ -148,3 +151,45 @@ var paddedName = regexp.MustCompile(`(?m)^(\S+) +\| `)
 
 // unpadded is output with the names of child lines not padded: "web | line".
 func unpadded(out string) string { return paddedName.ReplaceAllString(out, "$1 | ") }
+
+// tend run with stdout and stderr into a FIFO that nobody reads (it is open for
+// reading, so the open does not block, and never read): supervision goes on. A
+// container that floods its output and fails its liveness probe is still killed and
+// restarted, `tend restart` answers, the dropped console lines are counted in status,
+// and SIGTERM ends tend within seconds.
+func TestConsoleNobodyReads(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "console")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	tp := start(t, `
+containers:
+  - name: noisy
+    command: ["sh", "-c", "while :; do seq 100000 104000; sleep 0.05; done"]
+    liveness_probe:
+      exec: {command: "false"}
+      time_limit: {initial_delay_ms: 300, min_restart_period_ms: 100, max_restart_period_ms: 100}
+      failure_threshold: 1
+    restart_policy: {min_period_ms: 0, max_jitter_ms: 0}
+`, runOpts{wrap: []string{"sh", "-c", `exec "$@" >` + fifo + ` 2>&1`, "sh"}})
+	tp.waitStatus(20*time.Second, "console lines dropped", func(d status.Document) bool {
+		return d.ConsoleDroppedLines > 0
+	})
+	doc, _ := tp.status()
+	before := containerStatus(doc, "noisy").Restarts
+	tp.waitStatus(20*time.Second, "two more liveness restarts", func(d status.Document) bool {
+		return containerStatus(d, "noisy").Restarts >= before+2
+	})
+	if _, errOut, code := runCLITimeout(t, tp.dir, 10*time.Second, "restart", "noisy"); code != 0 {
+		t.Errorf("tend restart: exit %d, %s", code, errOut)
+	}
+	sent, exited := termAndWait(t, tp, 15*time.Second)
+	if took := exited.Sub(sent); took > 10*time.Second {
+		t.Errorf("SIGTERM took %v", took)
+	}
+}

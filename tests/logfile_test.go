@@ -135,3 +135,67 @@ containers:
 		t.Errorf("%d recovery lines, want 1", n)
 	}
 }
+
+// A container whose user owns its log directory replaces its log file with a symlink
+// to a root-only file: the reload that rebuilds it (and so reopens the log) must not
+// append to that file. The open is refused, shown as log_error; the container runs.
+func TestLogFileSymlinkSwapIsRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the container runs as nobody and tend writes as root")
+	}
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} { // nobody must reach logs
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs := filepath.Join(base, "logs")
+	if err := os.Mkdir(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(logs, 65534, 65534); err != nil { // nobody
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	const secretText = "root only\n"
+	if err := os.WriteFile(secret, []byte(secretText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	specText := func(v string) string {
+		return strings.NewReplacer("LOGS", logs, "SECRET", secret, "@RUN@", v).Replace(`
+containers:
+  - name: app
+    user: nobody
+    working_dir: /
+    env: [{name: RUN, value: "@RUN@"}]
+    log: {file: LOGS/app.log}
+    command: ["sh", "-c", "echo started @RUN@; while [ ! -e LOGS/go ]; do sleep 0.05; done; rm -f LOGS/app.log; ln -s SECRET LOGS/app.log; touch LOGS/swapped; while :; do echo line @RUN@; sleep 0.05; done"]
+`)
+	}
+	tp := start(t, specText("1"))
+	tp.waitStatus(10*time.Second, "app running", func(d status.Document) bool {
+		return containerStatus(d, "app").State == "running"
+	})
+	if err := os.WriteFile(filepath.Join(logs, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, 10*time.Second, filepath.Join(logs, "swapped"))
+	if err := os.WriteFile(filepath.Join(tp.dir, "spec.yaml"), []byte(specText("2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, tp.dir, "reload"); code != 0 {
+		t.Fatalf("tend reload: exit %d, %s", code, errOut)
+	}
+	tp.waitStatus(10*time.Second, "log_error for the symlink", func(d status.Document) bool {
+		c := containerStatus(d, "app")
+		return c.State == "running" && strings.Contains(c.LogError, "symlink")
+	})
+	waitFor(t, 10*time.Second, "the new run's lines on stdout", func() (bool, string) {
+		out := tp.stdout.String()
+		return strings.Contains(out, "app | line 2\n"), tail(out, 500)
+	})
+	if got, _ := os.ReadFile(secret); string(got) != secretText {
+		t.Errorf("the root-only file behind the symlink was written: %q", got)
+	}
+	termAndWait(t, tp, 20*time.Second)
+}
