@@ -226,9 +226,11 @@ func listen(addr string) (net.Listener, string, error) {
 		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	if err := os.Chmod(path, 0o600); err != nil {
+	// Checked, never changed, by name: a chmod by name would follow a symlink that a
+	// user who can write the directory swapped in, and set a root file's mode.
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		ln.Close()
-		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
+		return nil, "", fmt.Errorf("listen on %s: the socket file was replaced or has the wrong mode", addr)
 	}
 	return ln, path, nil
 }
