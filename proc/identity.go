@@ -10,17 +10,20 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-// A process with rlimits starts through an exec shim: syscall.ForkExec cannot set
-// limits between fork and exec, and setting them on the child afterwards (prlimit)
-// would let the program start with tend's. The shim is tend itself (/proc/self/exe)
-// with shimArg0 as argv[0]: it sets the limits, drops to the user, changes to the
-// working directory and execve's the program. Processes without rlimits never pay
-// for it (README "Users and limits" has the cost).
+// A process with rlimits, or in a cgroup v1 group, starts through an exec shim:
+// syscall.ForkExec cannot set limits or join a v1 cgroup between fork and exec, and
+// doing either to the child afterwards (prlimit, a write of its pid) would let the
+// program start, and fork, outside them. The shim is tend itself (/proc/self/exe)
+// with shimArg0 as argv[0]: it joins the cgroup, sets the limits, drops to the user,
+// changes to the working directory and execve's the program. Other processes never
+// pay for it (README "Users and limits" has the cost).
 const shimArg0 = "tend-exec-shim"
 
-// Its argv: shimArg0, credentials ("" or UID:GID:G1,G2), limits (RES=SOFT:HARD,...),
-// working directory, program path, then the program's argv.
-const shimArgs = 5
+// Its argv: shimArg0, cgroup.procs files ("\n"-separated: /proc/self/cgroup is
+// line-based, so no cgroup path holds a newline), credentials ("" or
+// UID:GID:G1,G2), limits (RES=SOFT:HARD,...), working directory, program path, then
+// the program's argv.
+const shimArgs = 6
 
 func init() {
 	// In init, not main: the shim is done before the rest of tend initialises
@@ -30,29 +33,37 @@ func init() {
 	}
 }
 
-// withIdentity fills attr for a process running as id and returns the path and argv
-// to fork/exec: the program itself, or the shim when there are limits to set.
-func withIdentity(id *spec.Identity, path string, argv []string, attr *syscall.ProcAttr) (string, []string) {
-	if id == nil {
+// placed fills attr for a process running as id in cg and returns the path and argv
+// to fork/exec: the program itself, or the shim when there are limits to set or a
+// v1 cgroup to join.
+func placed(id *spec.Identity, cg *Cgroup, path string, argv []string, attr *syscall.ProcAttr) (string, []string) {
+	var procs []string
+	if cg != nil {
+		if cg.FD >= 0 {
+			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, cg.FD
+		}
+		procs = cg.ProcsFiles
+	}
+	if len(procs) == 0 && (id == nil || len(id.Rlimits) == 0) {
+		if id != nil {
+			attr.Sys.Credential = credential(id)
+		}
 		return path, argv
 	}
-	if len(id.Rlimits) == 0 {
-		attr.Sys.Credential = credential(id)
-		return path, argv
-	}
-	creds := ""
-	if id.HasUser {
+	creds, limits := "", []string{}
+	if id != nil && id.HasUser {
 		groups := make([]string, len(id.Groups))
 		for i, g := range id.Groups {
 			groups[i] = strconv.FormatUint(uint64(g), 10)
 		}
 		creds = fmt.Sprintf("%d:%d:%s", id.UID, id.GID, strings.Join(groups, ","))
 	}
-	limits := make([]string, len(id.Rlimits))
-	for i, l := range id.Rlimits {
-		limits[i] = fmt.Sprintf("%d=%d:%d", l.Resource, l.Soft, l.Hard)
+	if id != nil {
+		for _, l := range id.Rlimits {
+			limits = append(limits, fmt.Sprintf("%d=%d:%d", l.Resource, l.Soft, l.Hard))
+		}
 	}
-	shim := append([]string{shimArg0, creds, strings.Join(limits, ","), attr.Dir, path}, argv...)
+	shim := append([]string{shimArg0, strings.Join(procs, "\n"), creds, strings.Join(limits, ","), attr.Dir, path}, argv...)
 	attr.Dir = "" // the shim changes to it as the user, as ForkExec would
 	return "/proc/self/exe", shim
 }
@@ -69,8 +80,21 @@ func credential(id *spec.Identity) *syscall.Credential {
 // process's stderr (its container's output) and exits 126, or 127 when the program
 // is not there, as a shell would.
 func runShim(args []string) {
-	creds, limits, dir, path, argv := args[1], args[2], args[3], args[4], args[5:]
+	procs, creds, limits, dir, path, argv := args[1], args[2], args[3], args[4], args[5], args[6:]
+	if procs != "" {
+		// First, as root: cgroup.procs is root's to write, and the limits and the
+		// user apply inside the cgroup.
+		pid := []byte(strconv.Itoa(os.Getpid()))
+		for f := range strings.SplitSeq(procs, "\n") {
+			if err := os.WriteFile(f, pid, 0); err != nil {
+				shimFail(126, "join cgroup: %v", err)
+			}
+		}
+	}
 	for l := range strings.SplitSeq(limits, ",") {
+		if l == "" {
+			continue
+		}
 		var res int
 		var lim syscall.Rlimit
 		if _, err := fmt.Sscanf(l, "%d=%d:%d", &res, &lim.Cur, &lim.Max); err != nil {

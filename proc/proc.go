@@ -47,6 +47,18 @@ type Cmd struct {
 	// Ident is the user, groups and resource limits to run as (identity.go); nil
 	// is tend's own.
 	Ident *spec.Identity
+	// Cgroup is the cgroup the process is in from its first instruction; nil is
+	// tend's own.
+	Cgroup *Cgroup
+}
+
+// Cgroup says how to place a process in a cgroup as it starts (cgroup.Group's FD and
+// ProcsFiles). On cgroup v2 clone3 starts it there (CLONE_INTO_CGROUP); on v1, which
+// has no such flag, the exec shim writes its own pid into every hierarchy's
+// cgroup.procs before it execs the program, so no fork of the program escapes.
+type Cgroup struct {
+	FD         int      // v2: an open directory of the cgroup; -1 on v1
+	ProcsFiles []string // v1: the cgroup.procs file in every hierarchy
 }
 
 // Exit is how a process ended, or why it never started.
@@ -139,7 +151,7 @@ func Start(c Cmd) (*Process, error) {
 		Files: withFiles(out.childFds(), c.Files),
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}
-	execPath, argv := withIdentity(c.Ident, path, c.Argv, attr)
+	execPath, argv := placed(c.Ident, c.Cgroup, path, c.Argv, attr)
 	reapMu.Lock()
 	pid, err := syscall.ForkExec(execPath, argv, attr)
 	if err == nil {
