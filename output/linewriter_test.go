@@ -1,4 +1,4 @@
-package container
+package output
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ type lockedBuffer = testutil.SyncBuffer
 
 func TestLineWriterPrefixesLines(t *testing.T) {
 	var out, file lockedBuffer
-	w := NewLineWriter("web", NewOutput(&out), &file)
+	w := NewLineWriter("web", NewConsole(&out), &file)
 	for _, p := range []string{"one\ntw", "o\n", "", "\n", "three\nfo", "ur"} {
 		if n, err := w.Write([]byte(p)); n != len(p) || err != nil {
 			t.Fatalf("Write(%q) = %d, %v", p, n, err)
@@ -64,7 +64,7 @@ func TestLineWriterNilOutput(t *testing.T) {
 
 func TestLineWriterLongLineInPieces(t *testing.T) {
 	var out lockedBuffer
-	w := NewLineWriter("x", NewOutput(&out), nil)
+	w := NewLineWriter("x", NewConsole(&out), nil)
 	line := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB, no newline
 	for chunk := range slices.Chunk(line, 32<<10) {
 		w.Write(chunk)
@@ -95,7 +95,7 @@ func TestLineWriterLongLineInPieces(t *testing.T) {
 
 func TestLineWriterLineOfExactlyMaxLine(t *testing.T) {
 	var out lockedBuffer
-	w := NewLineWriter("x", NewOutput(&out), nil)
+	w := NewLineWriter("x", NewConsole(&out), nil)
 	line := strings.Repeat("a", MaxLine)
 	w.Write([]byte(line[:100]))
 	w.Write([]byte(line[100:]))
@@ -135,7 +135,7 @@ func (w *tricklingWriter) Write(p []byte) (int, error) {
 func TestOutputConcurrentWritersDoNotInterleaveWithinLines(t *testing.T) {
 	const writers, lines = 8, 300
 	var under tricklingWriter
-	out := NewOutput(&under)
+	out := NewConsole(&under)
 	var wg sync.WaitGroup
 	for i := range writers {
 		wg.Go(func() {
@@ -183,7 +183,7 @@ func (f *failingWriter) Write(p []byte) (int, error) {
 func TestLineWriterLogFileErrorKeepsStdout(t *testing.T) {
 	var out lockedBuffer
 	file := &failingWriter{}
-	w := NewLineWriter("web", NewOutput(&out), file)
+	w := NewLineWriter("web", NewConsole(&out), file)
 	if n, err := w.Write([]byte("a\nb\n")); n != 4 || err != nil {
 		t.Fatalf("Write = %d, %v; want no error", n, err)
 	}
@@ -405,7 +405,7 @@ func TestOutputFloodStaysBounded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			counter := &countingWriter{prefix: len("flood | ")}
-			w := NewLineWriter("flood", NewOutput(counter), io.Discard)
+			w := NewLineWriter("flood", NewConsole(counter), io.Discard)
 
 			runtime.GC()
 			base := heapBytes()
