@@ -14,9 +14,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
-	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/convert"
 	"github.com/tend-sh/tend/internal/footprint"
+	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/supervisor"
 )
@@ -132,9 +132,9 @@ func logWarnings(log zerolog.Logger, path string) func(*convert.Result) {
 }
 
 // consoleOutput is one of tend's streams as the containers' lines and tend's own log
-// go to it: through a Console, so that a stream nobody reads never stalls supervision.
-func consoleOutput(f *os.File, timestamps bool) *container.Output {
-	return container.NewStyledOutput(container.NewConsole(f), consoleStyle(f, timestamps))
+// go to it: through a Queue, so that a stream nobody reads never stalls supervision.
+func consoleOutput(f *os.File, timestamps bool) *output.Console {
+	return output.NewStyledConsole(output.NewQueue(f), consoleStyle(f, timestamps))
 }
 
 // consoleFlushTimeout bounds how long tend, exiting, waits for its console streams to
@@ -143,7 +143,7 @@ const consoleFlushTimeout = 2 * time.Second
 
 // flushConsoles writes out what is queued for tend's console streams, for at most
 // consoleFlushTimeout in all.
-func flushConsoles(outs ...*container.Output) {
+func flushConsoles(outs ...*output.Console) {
 	ctx, cancel := context.WithTimeout(context.Background(), consoleFlushTimeout)
 	defer cancel()
 	for _, o := range outs {
@@ -154,10 +154,10 @@ func flushConsoles(outs ...*container.Output) {
 // consoleStyle colours names on a terminal unless NO_COLOR is set
 // (https://no-color.org) or TERM is dumb, and aligns them there; a pipe or a file gets
 // neither escape codes nor padding: exactly "NAME | line".
-func consoleStyle(f *os.File, timestamps bool) container.Style {
+func consoleStyle(f *os.File, timestamps bool) output.Style {
 	terminal := isTerminal(f)
 	color := terminal && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
-	return container.Style{Color: color, Timestamps: timestamps, Align: terminal}
+	return output.Style{Color: color, Timestamps: timestamps, Align: terminal}
 }
 
 // newLogger builds tend's own logger: console on a terminal, JSON otherwise. w is

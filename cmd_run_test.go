@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tend-sh/tend/container"
+	"github.com/tend-sh/tend/output"
 )
 
 // openPTY returns the terminal side of a new pseudo-terminal.
@@ -48,8 +48,8 @@ func TestConsoleOutputColor(t *testing.T) {
 	defer w.Close()
 	colored := func(f *os.File) bool {
 		var b strings.Builder
-		out := container.NewStyledOutput(&b, consoleStyle(f, false))
-		container.NewLineWriter("web", out, nil).Write([]byte("x\n"))
+		out := output.NewStyledConsole(&b, consoleStyle(f, false))
+		output.NewLineWriter("web", out, nil).Write([]byte("x\n"))
 		return strings.Contains(b.String(), "\x1b[")
 	}
 	t.Setenv("NO_COLOR", "")
@@ -84,7 +84,7 @@ func (o *overlapWriter) Write(p []byte) (int, error) {
 // line never lands inside a child's line.
 func TestLoggerSharesTheChildrensLock(t *testing.T) {
 	var under overlapWriter
-	stderr := container.NewStyledOutput(&under, container.Style{})
+	stderr := output.NewStyledConsole(&under, output.Style{})
 	log, err := newLogger(stderr, false, "json", "info")
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestLoggerSharesTheChildrensLock(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
-			lw := container.NewLineWriter("web", stderr, nil)
+			lw := output.NewLineWriter("web", stderr, nil)
 			for range 200 {
 				lw.Write([]byte("a child line\n"))
 			}

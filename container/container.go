@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -24,10 +25,10 @@ type Config struct {
 	Dir  string
 	// LogFile is the absolute path of log.file ("" for none).
 	LogFile string
-	Stdout  *Output
-	Stderr  *Output
+	Stdout  *output.Console
+	Stderr  *output.Console
 	// Logs keeps the output for reading (GET /v1/logs); nil: not kept.
-	Logs *LogRing
+	Logs *output.Ring
 	Log  zerolog.Logger
 	// Changed is called after every status change. It must not block.
 	Changed func()
@@ -62,7 +63,7 @@ type Container struct {
 	status  atomic.Pointer[status.Container]
 	started atomic.Bool // a process of it has started (depends_on: started)
 	done    chan struct{}
-	logFile *LogFile
+	logFile *output.LogFile
 }
 
 type commandKind int
@@ -92,7 +93,7 @@ type command struct {
 func New(cfg Config) (*Container, error) {
 	c := &Container{cfg: cfg, cmds: make(chan command), done: make(chan struct{})}
 	if l := cfg.Spec.Log; l != nil && cfg.LogFile != "" {
-		f, err := OpenLog(cfg.LogFile, l.MaxSizeMb.Get(), l.MaxFiles.Get())
+		f, err := output.OpenLog(cfg.LogFile, l.MaxSizeMb.Get(), l.MaxFiles.Get())
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
@@ -76,7 +77,7 @@ func (l *loop) runInit(ctx context.Context) error {
 
 // outputWriter is where a container process's stream goes: prefixed lines to out and
 // to the log file, checked by the log_line matchers ms. nil discards.
-func (c *Container) outputWriter(out *Output, ms ...*LineMatch) io.Writer {
+func (c *Container) outputWriter(out *output.Console, ms ...*output.LineMatch) io.Writer {
 	if out == nil && c.logFile == nil && c.cfg.Logs == nil && len(ms) == 0 {
 		return nil
 	}
@@ -84,7 +85,7 @@ func (c *Container) outputWriter(out *Output, ms ...*LineMatch) io.Writer {
 }
 
 // initWriter is where an init command's stream goes (nil: nowhere).
-func (c *Container) initWriter(name string, out *Output) io.Writer {
+func (c *Container) initWriter(name string, out *output.Console) io.Writer {
 	if out == nil && c.logFile == nil && c.cfg.Logs == nil {
 		return nil
 	}
@@ -93,13 +94,13 @@ func (c *Container) initWriter(name string, out *Output) io.Writer {
 
 // lineWriter writes the lines of one stream, which it tells by out (the stream of
 // the lines in log.file).
-func (c *Container) lineWriter(name string, out *Output) *LineWriter {
+func (c *Container) lineWriter(name string, out *output.Console) *output.LineWriter {
 	var file io.Writer
 	if c.logFile != nil {
 		file = c.logFile
 	}
 	stderr := out != nil && out == c.cfg.Stderr && out != c.cfg.Stdout
-	w := NewLineWriter(name, out, file).WithRing(c.cfg.Logs, stderr)
+	w := output.NewLineWriter(name, out, file).WithRing(c.cfg.Logs, stderr)
 	if stderr {
 		w.WithStream("stderr")
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tend-sh/tend/internal/stall"
+	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/probes"
 	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/spec"
@@ -71,8 +72,8 @@ func (l *loop) watchdogMs() int64 {
 
 // startHooks is what a run needs before it starts: the log_line matchers, s6's
 // notification pipe and systemd's notify socket. The returned files go to the child.
-func (l *loop) startHooks() ([]*LineMatch, map[int]*os.File, error) {
-	var ms []*LineMatch
+func (l *loop) startHooks() ([]*output.LineMatch, map[int]*os.File, error) {
+	var ms []*output.LineMatch
 	var files map[int]*os.File
 	run := l.runID + 1 // the id the run about to start gets
 	if err := l.openNotify(run); err != nil {
@@ -86,7 +87,7 @@ func (l *loop) startHooks() ([]*LineMatch, map[int]*os.File, error) {
 		switch {
 		case p.LogLine.IsSet():
 			sig.what = "a line matching " + strconv.Quote(p.LogLine.Get())
-			ms = append(ms, NewLineMatch(p.LogLineRegexp(), func() { l.sendSignal(sig) }))
+			ms = append(ms, output.NewLineMatch(p.LogLineRegexp(), func() { l.sendSignal(sig) }))
 		case p.Notify != nil && p.Notify.FD.IsSet():
 			r, w, err := os.Pipe()
 			if err != nil {

@@ -246,7 +246,7 @@ func (c copier) copy() {
 	}
 	if f, ok := c.w.(flusher); ok && werr == nil {
 		// proc has nowhere to report it: a writer's errors are its own to report
-		// (container.LogFile logs them and shows them in the status).
+		// (output.LogFile logs them and shows them in the status).
 		_ = f.Flush()
 	}
 }

@@ -12,36 +12,36 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tend-sh/tend/container"
+	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/spec"
 )
 
-// logHub holds every container's and init container's LogRing by name (README "Logs"). A ring outlives
+// logHub holds every container's and init container's output.Ring by name (README "Logs"). A ring outlives
 // the Container objects of its name (restarts, a reload that changes the
 // container), so history and followers carry on; a reload that removes the name
 // drops it.
 type logHub struct {
 	mu     sync.Mutex
-	rings  map[string]*container.LogRing
-	wakers container.Wakers // woken when a ring is added
-	closed chan struct{}    // the API is shutting down: followers end
+	rings  map[string]*output.Ring
+	wakers output.Wakers // woken when a ring is added
+	closed chan struct{} // the API is shutting down: followers end
 	once   sync.Once
 }
 
 func newLogHub() *logHub {
-	return &logHub{rings: map[string]*container.LogRing{}, closed: make(chan struct{})}
+	return &logHub{rings: map[string]*output.Ring{}, closed: make(chan struct{})}
 }
 
 // ring is the ring of the container or init container name, created or resized to
 // keep lines.
-func (h *logHub) ring(name string, keep int) *container.LogRing {
+func (h *logHub) ring(name string, keep int) *output.Ring {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if r, ok := h.rings[name]; ok {
 		r.Resize(keep)
 		return r
 	}
-	r := container.NewLogRing(name, keep)
+	r := output.NewRing(name, keep)
 	h.rings[name] = r
 	h.wakers.Wake()
 	return r
@@ -60,10 +60,10 @@ func (h *logHub) retain(s *spec.Spec) {
 }
 
 // selected is the rings of names (all when empty); an unknown name is an error.
-func (h *logHub) selected(names []string) ([]*container.LogRing, error) {
+func (h *logHub) selected(names []string) ([]*output.Ring, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []*container.LogRing
+	var out []*output.Ring
 	for name, r := range h.rings {
 		if len(names) == 0 || slices.Contains(names, name) {
 			out = append(out, r)
@@ -204,7 +204,7 @@ func (o *logWriter) write(e logEntry) bool {
 	return o.enc.Encode(e) == nil
 }
 
-func (o *logWriter) line(l container.LogLine) bool {
+func (o *logWriter) line(l output.Line) bool {
 	e := logEntry{Time: l.Time.UTC().Format(timeFormat), Container: l.Container, Stream: "stdout", Line: l.Line}
 	if l.Stderr {
 		e.Stream = "stderr"
@@ -237,13 +237,13 @@ type logStream struct {
 // logCursor is where a call reads one ring: the number of the next line to copy, the
 // number it stops before, and the copied lines not written yet (batch[at:]).
 type logCursor struct {
-	ring      *container.LogRing
+	ring      *output.Ring
 	next, end uint64
-	batch     []container.LogLine
+	batch     []output.Line
 	at        int
 }
 
-func (s *logStream) add(r *container.LogRing, next uint64) *logCursor {
+func (s *logStream) add(r *output.Ring, next uint64) *logCursor {
 	c := &logCursor{ring: r, next: next, end: math.MaxUint64}
 	s.cursors = append(s.cursors, c)
 	if s.wake != nil {
@@ -252,7 +252,7 @@ func (s *logStream) add(r *container.LogRing, next uint64) *logCursor {
 	return c
 }
 
-func (s *logStream) reads(r *container.LogRing) bool {
+func (s *logStream) reads(r *output.Ring) bool {
 	return slices.ContainsFunc(s.cursors, func(c *logCursor) bool { return c.ring == r })
 }
 
@@ -265,7 +265,7 @@ func (s *logStream) stop() {
 // begin sets a cursor on every ring at the first of the last n lines of them all
 // (merged by time), ending at the lines each has now. Only the lines' times are
 // copied to find where.
-func (s *logStream) begin(rings []*container.LogRing, n int) {
+func (s *logStream) begin(rings []*output.Ring, n int) {
 	type kept struct {
 		nanos int64
 		ring  int
@@ -305,7 +305,7 @@ func (s *logStream) drain(out *logWriter) bool {
 		if !out.line(first.batch[first.at]) {
 			return false
 		}
-		first.batch[first.at] = container.LogLine{} // its text is not pinned while the rest is written
+		first.batch[first.at] = output.Line{} // its text is not pinned while the rest is written
 		first.at++
 	}
 }

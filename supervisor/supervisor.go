@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tend-sh/tend/container"
+	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
@@ -77,8 +78,8 @@ func (e *ExitError) Unwrap() error { return e.Err }
 type Supervisor struct {
 	opts   Options
 	log    zerolog.Logger
-	stdout *container.Output
-	stderr *container.Output
+	stdout *output.Console
+	stderr *output.Console
 	token  string
 
 	requests    chan request
@@ -115,8 +116,8 @@ func New(s *spec.Spec, opts Options) *Supervisor {
 	sv := &Supervisor{
 		opts:        opts,
 		log:         opts.Log,
-		stdout:      container.NewOutput(opts.Stdout),
-		stderr:      container.NewOutput(opts.Stderr),
+		stdout:      output.NewConsole(opts.Stdout),
+		stderr:      output.NewConsole(opts.Stderr),
 		logs:        newLogHub(),
 		requests:    make(chan request),
 		changed:     make(chan struct{}, 1),
@@ -416,8 +417,8 @@ func (sv *Supervisor) prepare(ctx context.Context) error {
 			proc.Cmd{
 				Env:    env,
 				Dir:    s.WorkDir(ic.WorkingDir),
-				Stdout: container.NewLineWriter(ic.Name, sv.stdout, nil).WithRing(ring, false),
-				Stderr: container.NewLineWriter(ic.Name, sv.stderr, nil).WithRing(ring, true),
+				Stdout: output.NewLineWriter(ic.Name, sv.stdout, nil).WithRing(ring, false),
+				Stderr: output.NewLineWriter(ic.Name, sv.stderr, nil).WithRing(ring, true),
 				Ident:  ic.Identity(),
 			},
 			restart.FromSpec(ic.TimeLimit),

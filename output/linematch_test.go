@@ -1,4 +1,4 @@
-package container
+package output
 
 import (
 	"regexp"
@@ -25,7 +25,7 @@ func TestLineMatchOnce(t *testing.T) {
 }
 
 // The cost of log_line on the output path: one RE2 match per line until the first
-// match. go test -bench LineWriter ./container/
+// match. go test -bench LineWriter ./output/
 func BenchmarkLineWriterPlain(b *testing.B) { benchLines(b, nil) }
 
 func BenchmarkLineWriterLogLine(b *testing.B) {

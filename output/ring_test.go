@@ -1,4 +1,4 @@
-package container
+package output
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 )
 
 // since is every kept line from on, in one batch.
-func since(r *LogRing, from uint64) ([]LogLine, uint64, uint64) {
+func since(r *Ring, from uint64) ([]Line, uint64, uint64) {
 	return r.Read(nil, from, math.MaxInt)
 }
 
-func ringLines(r *LogRing, from uint64) (string, uint64, uint64) {
+func ringLines(r *Ring, from uint64) (string, uint64, uint64) {
 	lines, next, lost := since(r, from)
 	var b []string
 	for _, l := range lines {
@@ -22,7 +22,7 @@ func ringLines(r *LogRing, from uint64) (string, uint64, uint64) {
 }
 
 func TestLogRingKeepsTheLast(t *testing.T) {
-	r := NewLogRing("web", 3)
+	r := NewRing("web", 3)
 	for i := range 5 {
 		r.add(i%2 == 1, fmt.Appendf(nil, "l%d", i))
 	}
@@ -46,7 +46,7 @@ func TestLogRingKeepsTheLast(t *testing.T) {
 }
 
 func TestLogRingResize(t *testing.T) {
-	r := NewLogRing("web", 4)
+	r := NewRing("web", 4)
 	for i := range 6 {
 		r.add(false, fmt.Appendf(nil, "l%d", i))
 	}
@@ -70,14 +70,14 @@ func TestLogRingResize(t *testing.T) {
 // keeps the same lines as one allocated whole, across growth, wrapping and resizing
 // (an empty ring resized, then filled from the middle of its slots).
 func TestLogRingGrowsAsLinesCome(t *testing.T) {
-	r := NewLogRing("web", 1000)
+	r := NewRing("web", 1000)
 	r.add(false, []byte("one"))
 	if len(r.slots) > minSlots {
 		t.Errorf("one line took %d slots, want at most %d", len(r.slots), minSlots)
 	}
 	for _, keep := range []int{1, 5, 16, 17, 100} {
 		for _, lines := range []int{0, 3, keep - 1, keep, keep + 1, 3*keep + 7} {
-			r := NewLogRing("web", keep)
+			r := NewRing("web", keep)
 			var want []string
 			for i := range lines {
 				r.add(false, fmt.Appendf(nil, "l%d", i))
@@ -92,7 +92,7 @@ func TestLogRingGrowsAsLinesCome(t *testing.T) {
 			}
 		}
 	}
-	r = NewLogRing("web", 10)
+	r = NewRing("web", 10)
 	for i := range 7 {
 		r.add(false, fmt.Appendf(nil, "l%d", i))
 	}
@@ -107,7 +107,7 @@ func TestLogRingGrowsAsLinesCome(t *testing.T) {
 }
 
 func TestLineWriterFillsTheRing(t *testing.T) {
-	r := NewLogRing("web", 100) // 100 KiB: room for a 64 KiB piece
+	r := NewRing("web", 100) // 100 KiB: room for a 64 KiB piece
 	w := NewLineWriter("web", nil, nil).WithRing(r, true)
 	w.Write([]byte("one\ntw"))
 	w.Write([]byte("o\n" + strings.Repeat("x", MaxLine+3)))
@@ -120,7 +120,7 @@ func TestLineWriterFillsTheRing(t *testing.T) {
 
 // Long lines: the ring keeps keep × BytesPerKeptLine bytes of them, not keep × 64 KiB.
 func TestLogRingByteBudget(t *testing.T) {
-	r := NewLogRing("web", 100)
+	r := NewRing("web", 100)
 	long := []byte(strings.Repeat("x", MaxLine))
 	for range 300 {
 		r.add(false, long)
@@ -140,7 +140,7 @@ func TestLogRingByteBudget(t *testing.T) {
 		t.Errorf("kept %d short lines in %d bytes", len(lines), r.bytes)
 	}
 	// A line longer than the whole budget is kept alone.
-	small := NewLogRing("web", 1)
+	small := NewRing("web", 1)
 	small.add(false, long)
 	if lines, _, _ := since(small, 0); len(lines) != 1 {
 		t.Errorf("a ring of 1 kept %d lines of 64 KiB", len(lines))
@@ -148,7 +148,7 @@ func TestLogRingByteBudget(t *testing.T) {
 }
 
 func TestLogRingWakesWithoutBlocking(t *testing.T) {
-	r := NewLogRing("web", 10)
+	r := NewRing("web", 10)
 	wake := make(chan struct{}, 1)
 	stop := r.Watch(wake)
 	r.add(false, []byte("a"))
@@ -171,7 +171,7 @@ func BenchmarkLineWriterRing(b *testing.B) {
 		b.Run(fmt.Sprintf("keep=%d", keep), func(b *testing.B) {
 			w := NewLineWriter("web", nil, nil)
 			if keep >= 0 {
-				w.WithRing(NewLogRing("web", keep), false)
+				w.WithRing(NewRing("web", keep), false)
 			}
 			for range 2 * 1000 { // fill the ring: the steady state
 				w.Write(line)
@@ -188,7 +188,7 @@ func BenchmarkLineWriterRing(b *testing.B) {
 // Read copies a bounded batch: lines until the next would pass maxBytes, at least one
 // however long; Times gives the kept lines' times without their text.
 func TestLogRingReadsInBatches(t *testing.T) {
-	r := NewLogRing("web", 10)
+	r := NewRing("web", 10)
 	for i := range 6 {
 		r.add(false, []byte(strings.Repeat(fmt.Sprint(i), 10)))
 	}
@@ -205,7 +205,7 @@ func TestLogRingReadsInBatches(t *testing.T) {
 			t.Errorf("Read(%d, %d) = %d lines, next %d, lost %d; want %d, %d, 0", tt.from, tt.maxBytes, len(lines), next, lost, tt.want, tt.next)
 		}
 	}
-	small := NewLogRing("web", 2)
+	small := NewRing("web", 2)
 	for i := range 5 {
 		small.add(false, fmt.Appendf(nil, "l%d", i))
 	}

@@ -1,4 +1,4 @@
-package container
+package output
 
 import (
 	"bytes"
@@ -35,7 +35,7 @@ func untimed(t *testing.T, s string) string {
 
 func TestOutputAlignPadsNamesOfTheSpec(t *testing.T) {
 	var buf bytes.Buffer
-	out := NewStyledOutput(&buf, Style{Align: true})
+	out := NewStyledConsole(&buf, Style{Align: true})
 	out.Align(&spec.Spec{
 		InitContainers: []spec.InitContainer{{Name: "setup"}},
 		Containers:     []spec.Container{{Name: "web"}, {Name: "worker-1"}},
@@ -62,7 +62,7 @@ func TestOutputAlignPadsNamesOfTheSpec(t *testing.T) {
 // Without Style.Align (a pipe, a file) every line is exactly "NAME | line".
 func TestOutputAlignOnlyForATerminal(t *testing.T) {
 	var buf bytes.Buffer
-	out := NewOutput(&buf)
+	out := NewConsole(&buf)
 	out.Align(&spec.Spec{Containers: []spec.Container{{Name: "web"}, {Name: "worker-1"}}})
 	NewLineWriter("web", out, nil).Write([]byte("x\n"))
 	if want := "web | x\n"; buf.String() != want {
@@ -72,8 +72,8 @@ func TestOutputAlignOnlyForATerminal(t *testing.T) {
 
 func TestOutputColorsPerName(t *testing.T) {
 	var plain, colored bytes.Buffer
-	p := NewOutput(&plain)
-	c := NewStyledOutput(&colored, Style{Color: true})
+	p := NewConsole(&plain)
+	c := NewStyledConsole(&colored, Style{Color: true})
 	for _, name := range []string{"web", "db", "web/init[0]"} {
 		NewLineWriter(name, p, nil).Write([]byte("line\n"))
 		NewLineWriter(name, c, nil).Write([]byte("line\n"))
@@ -94,9 +94,9 @@ func TestOutputColorsPerName(t *testing.T) {
 	if codes["web"] == codes["db"] || codes["web/init[0]"] != codes["web"] {
 		t.Fatalf("colours %v: want web and db apart, web's init command as web", codes)
 	}
-	// Stable: the same name gets the same colour in another Output.
+	// Stable: the same name gets the same colour in another Console.
 	var again bytes.Buffer
-	NewLineWriter("web", NewStyledOutput(&again, Style{Color: true}), nil).Write([]byte("line\n"))
+	NewLineWriter("web", NewStyledConsole(&again, Style{Color: true}), nil).Write([]byte("line\n"))
 	if !strings.HasPrefix(again.String(), "\x1b["+codes["web"]+"m") {
 		t.Fatalf("web coloured %q, before %s", again.String(), codes["web"])
 	}
@@ -104,7 +104,7 @@ func TestOutputColorsPerName(t *testing.T) {
 
 func TestOutputTimestamps(t *testing.T) {
 	var out, file bytes.Buffer
-	w := NewLineWriter("web", NewStyledOutput(&out, Style{Timestamps: true}), &file).WithStream("stderr")
+	w := NewLineWriter("web", NewStyledConsole(&out, Style{Timestamps: true}), &file).WithStream("stderr")
 	before := time.Now().Truncate(time.Millisecond)
 	w.Write([]byte("one\ntwo\nthr"))
 	w.Flush()
@@ -123,7 +123,7 @@ func TestOutputTimestamps(t *testing.T) {
 	}
 	// Without Timestamps the console line has none; the file's always has.
 	out.Reset()
-	NewLineWriter("web", NewOutput(&out), nil).Write([]byte("x\n"))
+	NewLineWriter("web", NewConsole(&out), nil).Write([]byte("x\n"))
 	if out.String() != "web | x\n" {
 		t.Fatalf("console without timestamps: %q", out.String())
 	}
@@ -172,7 +172,7 @@ func TestOutputOldLogFileRotates(t *testing.T) {
 
 func TestLineWriterNoAllocationPerLine(t *testing.T) {
 	for _, st := range []Style{{}, {Timestamps: true, Color: true}} {
-		w := NewLineWriter("web", NewStyledOutput(io.Discard, st), io.Discard).WithStream("stderr")
+		w := NewLineWriter("web", NewStyledConsole(io.Discard, st), io.Discard).WithStream("stderr")
 		lines := []byte(strings.Repeat("a line of output\n", 100))
 		w.Write(lines) // grows the batches once
 		if n := testing.AllocsPerRun(100, func() { w.Write(lines) }); n != 0 {
@@ -194,7 +194,7 @@ func BenchmarkLineWriter(b *testing.B) {
 		{"logfile", Style{}, io.Discard},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			w := NewLineWriter("web", NewStyledOutput(io.Discard, bc.style), bc.file)
+			w := NewLineWriter("web", NewStyledConsole(io.Discard, bc.style), bc.file)
 			b.SetBytes(int64(len(line)))
 			b.ReportAllocs()
 			for b.Loop() {

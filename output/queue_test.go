@@ -1,4 +1,4 @@
-package container
+package output
 
 import (
 	"bytes"
@@ -10,12 +10,12 @@ import (
 	"time"
 )
 
-// TestConsoleNeverBlocks: with nobody reading the stream, writes return at once; the
+// TestQueueNeverBlocks: with nobody reading the stream, writes return at once; the
 // oldest lines are dropped and counted, and what is queued stays bounded.
-func TestConsoleNeverBlocks(t *testing.T) {
+func TestQueueNeverBlocks(t *testing.T) {
 	r, w := io.Pipe() // nobody reads r: every write to w blocks
 	defer r.Close()
-	c := NewConsole(w)
+	c := NewQueue(w)
 	line := []byte(strings.Repeat("x", 99) + "\n")
 	done := make(chan struct{})
 	go func() {
@@ -46,11 +46,11 @@ func TestConsoleNeverBlocks(t *testing.T) {
 	}
 }
 
-// TestConsoleKeepsOrder: a stream that keeps up gets every line, in order, and Flush
+// TestQueueKeepsOrder: a stream that keeps up gets every line, in order, and Flush
 // returns once they are written.
-func TestConsoleKeepsOrder(t *testing.T) {
+func TestQueueKeepsOrder(t *testing.T) {
 	var out bytes.Buffer
-	c := NewConsole(&out)
+	c := NewQueue(&out)
 	var want strings.Builder
 	for i := range 1000 {
 		fmt.Fprintf(c, "line %d\n", i)

@@ -1,27 +1,27 @@
-package container
+package output
 
 import (
 	"sync"
 	"time"
 )
 
-// LogRing keeps a container's most recent lines of output for reading (README
+// Ring keeps a container's most recent lines of output for reading (README
 // "Logs"): keep lines of at most MaxLine bytes each, with the time and stream of
 // each, and at most keep × BytesPerKeptLine bytes of them (the newest line always),
 // so that a container writing long lines cannot make tend hold keep × 64 KiB. Every line is numbered; readers ask for the lines from a number on, and a
 // reader that fell behind by more than the ring holds learns how many it lost. A
-// writer never waits for a reader. A LogRing is safe for concurrent use.
-type LogRing struct {
+// writer never waits for a reader. A Ring is safe for concurrent use.
+type Ring struct {
 	name string
 
 	mu     sync.Mutex
-	keep   int       // the most lines kept
-	slots  []logSlot // line number seq is in slots[seq%keep]; grown as lines come
-	oldest uint64    // the number of the oldest line kept
-	next   uint64    // the number of the next line
-	bytes  int       // the capacity of every kept line's text
-	budget int       // the most bytes may be
-	wakers Wakers    // woken after every line
+	keep   int        // the most lines kept
+	slots  []ringSlot // line number seq is in slots[seq%keep]; grown as lines come
+	oldest uint64     // the number of the oldest line kept
+	next   uint64     // the number of the next line
+	bytes  int        // the capacity of every kept line's text
+	budget int        // the most bytes may be
+	wakers Wakers     // woken after every line
 }
 
 // BytesPerKeptLine is the average length of line a ring keeps keep_lines of; with
@@ -34,24 +34,24 @@ const BytesPerKeptLine = 1 << 10
 // bytes the ring holds stay what its lines need.
 const reuseBelow = 4 << 10
 
-// logSlot is one kept line.
-type logSlot struct {
+// ringSlot is one kept line.
+type ringSlot struct {
 	nanos  int64 // Unix time of the line
 	stderr bool
 	text   []byte
 }
 
-// LogLine is a kept line as readers get it.
-type LogLine struct {
+// Line is a kept line as readers get it.
+type Line struct {
 	Time      time.Time
 	Container string
 	Stderr    bool
 	Line      string
 }
 
-// NewLogRing keeps the last keep lines of container name (0: none).
-func NewLogRing(name string, keep int) *LogRing {
-	return &LogRing{name: name, keep: keep, budget: keep * BytesPerKeptLine}
+// NewRing keeps the last keep lines of container name (0: none).
+func NewRing(name string, keep int) *Ring {
+	return &Ring{name: name, keep: keep, budget: keep * BytesPerKeptLine}
 }
 
 // minSlots is the first allocation of slots: a container that prints a few lines
@@ -60,10 +60,10 @@ const minSlots = 16
 
 // slot is the slot of line seq. Until the ring first wraps lines come in order, so a
 // missing slot is the next one: the slots double, up to keep (r.mu held).
-func (r *LogRing) slot(seq uint64) *logSlot {
+func (r *Ring) slot(seq uint64) *ringSlot {
 	i := int(seq % uint64(r.keep))
 	if i >= len(r.slots) {
-		grown := make([]logSlot, min(r.keep, max(minSlots, 2*len(r.slots), i+1)))
+		grown := make([]ringSlot, min(r.keep, max(minSlots, 2*len(r.slots), i+1)))
 		copy(grown, r.slots)
 		r.slots = grown
 	}
@@ -71,11 +71,11 @@ func (r *LogRing) slot(seq uint64) *logSlot {
 }
 
 // Name is the container's name.
-func (r *LogRing) Name() string { return r.name }
+func (r *Ring) Name() string { return r.name }
 
 // Resize keeps the last keep lines from now on (a reload changed log.keep_lines);
 // the lines it holds stay, as many as fit.
-func (r *LogRing) Resize(keep int) {
+func (r *Ring) Resize(keep int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if keep == r.keep {
@@ -85,7 +85,7 @@ func (r *LogRing) Resize(keep int) {
 	r.oldest = max(r.oldest, r.next-min(r.next, uint64(keep)))
 	r.slots, r.keep, r.budget, r.bytes = nil, keep, keep*BytesPerKeptLine, 0
 	if r.next > r.oldest {
-		r.slots = make([]logSlot, keep) // kept lines may sit anywhere in it
+		r.slots = make([]ringSlot, keep) // kept lines may sit anywhere in it
 	}
 	for seq := r.oldest; seq < r.next; seq++ {
 		s := old[seq%uint64(oldKeep)]
@@ -97,7 +97,7 @@ func (r *LogRing) Resize(keep int) {
 
 // trim drops the oldest lines while the kept text is over budget, the newest
 // excepted (r.mu held).
-func (r *LogRing) trim() {
+func (r *Ring) trim() {
 	for r.bytes > r.budget && r.next-r.oldest > 1 {
 		s := r.slot(r.oldest)
 		r.bytes -= cap(s.text)
@@ -107,7 +107,7 @@ func (r *LogRing) trim() {
 }
 
 // add keeps one line (text holds no newline, at most MaxLine bytes).
-func (r *LogRing) add(stderr bool, text []byte) {
+func (r *Ring) add(stderr bool, text []byte) {
 	now := time.Now().UnixNano()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -131,7 +131,7 @@ func (r *LogRing) add(stderr bool, text []byte) {
 }
 
 // Next is the number the next line will get.
-func (r *LogRing) Next() uint64 {
+func (r *Ring) Next() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.next
@@ -141,7 +141,7 @@ func (r *LogRing) Next() uint64 {
 // hold maxBytes of text (at least one line), so that a reader streams a ring in
 // bounded batches rather than copying it whole. It returns them, the number after
 // the last, and how many lines from on were no longer kept.
-func (r *LogRing) Read(lines []LogLine, from uint64, maxBytes int) ([]LogLine, uint64, uint64) {
+func (r *Ring) Read(lines []Line, from uint64, maxBytes int) ([]Line, uint64, uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var lost uint64
@@ -151,7 +151,7 @@ func (r *LogRing) Read(lines []LogLine, from uint64, maxBytes int) ([]LogLine, u
 	for size := 0; from < r.next && (size == 0 || size+len(r.slot(from).text) <= maxBytes); from++ {
 		s := r.slot(from)
 		size += max(len(s.text), 1)
-		lines = append(lines, LogLine{Time: time.Unix(0, s.nanos), Container: r.name, Stderr: s.stderr, Line: string(s.text)})
+		lines = append(lines, Line{Time: time.Unix(0, s.nanos), Container: r.name, Stderr: s.stderr, Line: string(s.text)})
 	}
 	return lines, from, lost
 }
@@ -159,7 +159,7 @@ func (r *LogRing) Read(lines []LogLine, from uint64, maxBytes int) ([]LogLine, u
 // Times returns the times (Unix nanoseconds) of the kept lines numbered from on and
 // the number of the first of them: what a reader needs to merge rings by time
 // without copying their text.
-func (r *LogRing) Times(from uint64) (nanos []int64, first uint64) {
+func (r *Ring) Times(from uint64) (nanos []int64, first uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	from = max(from, r.oldest)
@@ -171,10 +171,4 @@ func (r *LogRing) Times(from uint64) (nanos []int64, first uint64) {
 
 // Watch makes every new line send to wake without blocking (a buffer of one is
 // enough); the returned function stops it.
-func (r *LogRing) Watch(wake chan<- struct{}) (stop func()) { return r.wakers.Watch(wake) }
-
-// WithRing makes w keep every line it emits in r, as stream stderr or stdout.
-func (w *LineWriter) WithRing(r *LogRing, stderr bool) *LineWriter {
-	w.ring, w.stderr = r, stderr
-	return w
-}
+func (r *Ring) Watch(wake chan<- struct{}) (stop func()) { return r.wakers.Watch(wake) }
