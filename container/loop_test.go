@@ -136,83 +136,127 @@ var (
 		l.onProbe(probes.Event{Kind: probes.Liveness, Run: l.runID - 1, Failed: true, Result: probes.Result{Detail: "HTTP 500"}})
 		return false
 	}}
+	evDeadline = event{"deadline", func(l *loop) bool { return l.onDeadline() }}
+
+	allEvents = []event{evTimer, evStart, evStop, evRestart, evShutdown, evHold, evProceed, evFail, evLateLive, evDeadline}
 )
 
+// outcome is what an event leads to.
+type outcome struct {
+	want      status.State
+	wantNext  after // for want == stopping: what follows the stop
+	finished  bool
+	afterStop status.State // for want == stopping: the state once the stop ends
+}
+
+// machine is the map of the loop's state machine: for every state, what each event
+// leads to. TestStateByEvent fails on a state or an event missing from it.
+var machine = map[status.State]map[string]outcome{
+	status.Waiting: {
+		"timer": {want: status.Waiting}, "start": {want: status.Waiting},
+		"stop": {want: status.Stopped}, "restart": {want: status.Running},
+		"shutdown": {want: status.Stopped, finished: true}, "hold": {want: status.Waiting},
+		"proceed": {want: status.Running}, "fail": {want: status.Failed},
+		"late liveness failure": {want: status.Waiting}, "deadline": {want: status.Waiting},
+	},
+	status.Initializing: {
+		"timer": {want: status.Initializing}, "start": {want: status.Initializing},
+		"stop": {want: status.Stopped}, "restart": {want: status.Initializing},
+		"shutdown": {want: status.Stopped, finished: true}, "hold": {want: status.Initializing},
+		"proceed": {want: status.Initializing}, "fail": {want: status.Initializing},
+		"late liveness failure": {want: status.Initializing}, "deadline": {want: status.Initializing},
+	},
+	status.Running: {
+		"timer": {want: status.Running}, "start": {want: status.Running},
+		"stop":     {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
+		"restart":  {want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
+		"shutdown": {want: status.Stopping, wantNext: finish, afterStop: status.Stopped},
+		"hold":     {want: status.Running}, "proceed": {want: status.Running}, "fail": {want: status.Running},
+		"late liveness failure": {want: status.Running},
+		"deadline":              {want: status.Stopping, wantNext: afterDeadline, afterStop: status.Backoff},
+	},
+	status.Backoff: {
+		"timer": {want: status.Running}, "start": {want: status.Running},
+		"stop": {want: status.Stopped}, "restart": {want: status.Running},
+		"shutdown": {want: status.Stopped, finished: true}, "hold": {want: status.Backoff},
+		"proceed": {want: status.Backoff}, "fail": {want: status.Backoff},
+		"late liveness failure": {want: status.Backoff}, "deadline": {want: status.Backoff},
+	},
+	status.Completed: {
+		"timer": {want: status.Completed}, "start": {want: status.Running},
+		"stop": {want: status.Stopped}, "restart": {want: status.Running},
+		"shutdown": {want: status.Stopped, finished: true}, "hold": {want: status.Waiting},
+		"proceed": {want: status.Completed}, "fail": {want: status.Completed},
+		"late liveness failure": {want: status.Completed}, "deadline": {want: status.Completed},
+	},
+	status.Stopping: {
+		"timer":                 {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
+		"start":                 {want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
+		"stop":                  {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
+		"restart":               {want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
+		"shutdown":              {want: status.Stopping, wantNext: finish, afterStop: status.Stopped},
+		"hold":                  {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
+		"proceed":               {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
+		"fail":                  {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
+		"late liveness failure": {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
+		"deadline":              {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
+	},
+	status.Stopped: {
+		"timer": {want: status.Stopped}, "start": {want: status.Running},
+		"stop": {want: status.Stopped}, "restart": {want: status.Running},
+		"shutdown": {want: status.Stopped, finished: true}, "hold": {want: status.Waiting},
+		"proceed": {want: status.Stopped}, "fail": {want: status.Stopped},
+		"late liveness failure": {want: status.Stopped}, "deadline": {want: status.Stopped},
+	},
+	status.Failed: {
+		"timer": {want: status.Failed}, "start": {want: status.Running},
+		"stop": {want: status.Stopped}, "restart": {want: status.Running},
+		"shutdown": {want: status.Stopped, finished: true}, "hold": {want: status.Waiting},
+		"proceed": {want: status.Failed}, "fail": {want: status.Failed},
+		"late liveness failure": {want: status.Failed}, "deadline": {want: status.Failed},
+	},
+}
+
+var allStates = []status.State{status.Waiting, status.Initializing, status.Running, status.Backoff,
+	status.Completed, status.Stopping, status.Stopped, status.Failed}
+
 func TestStateByEvent(t *testing.T) {
-	const slowInit = "    init: [{command: [sleep, \"600\"]}]\n"
-	tests := []struct {
-		from      status.State
-		mode      string
-		extra     string
-		ev        event
-		want      status.State
-		wantNext  after // for want == stopping: what follows the stop
-		finished  bool
-		afterStop status.State // for want == stopping: the state once the stop ends ("" skips)
-	}{
-		{from: status.Running, mode: "always", ev: evTimer, want: status.Running},
-		{from: status.Running, mode: "always", ev: evStart, want: status.Running},
-		{from: status.Running, mode: "always", ev: evLateLive, want: status.Running},
-		{from: status.Running, mode: "always", ev: evStop, want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
-		{from: status.Running, mode: "always", ev: evRestart, want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
-		{from: status.Running, mode: "always", ev: evShutdown, want: status.Stopping, wantNext: finish, afterStop: status.Stopped},
-		{from: status.Backoff, mode: "always", ev: evTimer, want: status.Running},
-		{from: status.Backoff, mode: "always", ev: evStart, want: status.Running},
-		{from: status.Backoff, mode: "always", ev: evRestart, want: status.Running},
-		{from: status.Backoff, mode: "always", ev: evStop, want: status.Stopped},
-		{from: status.Backoff, mode: "always", ev: evShutdown, want: status.Stopped, finished: true},
-		{from: status.Completed, mode: "never", ev: evTimer, want: status.Completed},
-		{from: status.Completed, mode: "never", ev: evStart, want: status.Running},
-		{from: status.Completed, mode: "never", ev: evRestart, want: status.Running},
-		{from: status.Completed, mode: "never", ev: evStop, want: status.Stopped},
-		{from: status.Stopped, mode: "always", ev: evTimer, want: status.Stopped},
-		{from: status.Stopped, mode: "always", ev: evStart, want: status.Running},
-		{from: status.Stopped, mode: "always", ev: evRestart, want: status.Running},
-		{from: status.Stopped, mode: "always", ev: evShutdown, want: status.Stopped, finished: true},
-		{from: status.Stopping, mode: "always", ev: evStart, want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
-		{from: status.Stopping, mode: "always", ev: evRestart, want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
-		{from: status.Stopping, mode: "always", ev: evShutdown, want: status.Stopping, wantNext: finish, afterStop: status.Stopped},
-		{from: status.Stopping, mode: "always", ev: evTimer, want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
-		{from: status.Initializing, mode: "always", extra: slowInit, ev: evTimer, want: status.Initializing},
-		{from: status.Initializing, mode: "always", extra: slowInit, ev: evStart, want: status.Initializing},
-		{from: status.Initializing, mode: "always", extra: slowInit, ev: evRestart, want: status.Initializing},
-		{from: status.Initializing, mode: "always", extra: slowInit, ev: evStop, want: status.Stopped},
-		{from: status.Initializing, mode: "always", extra: slowInit, ev: evShutdown, want: status.Stopped, finished: true},
-		{from: status.Waiting, mode: "always", ev: evProceed, want: status.Running},
-		{from: status.Waiting, mode: "always", ev: evFail, want: status.Failed},
-		{from: status.Waiting, mode: "always", ev: evHold, want: status.Waiting},
-		{from: status.Waiting, mode: "always", ev: evTimer, want: status.Waiting},
-		{from: status.Waiting, mode: "always", ev: evRestart, want: status.Running},
-		{from: status.Waiting, mode: "always", ev: evShutdown, want: status.Stopped, finished: true},
-		{from: status.Failed, mode: "always", ev: evStart, want: status.Running},
-		{from: status.Failed, mode: "always", ev: evHold, want: status.Waiting},
-		{from: status.Failed, mode: "always", ev: evProceed, want: status.Failed},
-		{from: status.Stopped, mode: "always", ev: evHold, want: status.Waiting},
-		{from: status.Completed, mode: "never", ev: evHold, want: status.Waiting},
-		{from: status.Running, mode: "always", ev: evHold, want: status.Running},
-		{from: status.Running, mode: "always", ev: evFail, want: status.Running},
+	for _, from := range allStates {
+		for _, ev := range allEvents {
+			out, ok := machine[from][ev.name]
+			if !ok {
+				t.Errorf("the machine has no outcome for %s × %s", from, ev.name)
+				continue
+			}
+			t.Run(string(from)+" × "+ev.name, func(t *testing.T) { checkEvent(t, from, ev, out) })
+		}
 	}
-	for _, tt := range tests {
-		t.Run(string(tt.from)+" × "+tt.ev.name, func(t *testing.T) {
-			l := newTestLoop(t, tt.mode, tt.extra)
-			into(t, l, tt.from)
-			finished := tt.ev.do(l)
-			if l.state != tt.want || l.st.State != tt.want || finished != tt.finished {
-				t.Fatalf("state %s (published %s), finished %v; want %s, finished %v", l.state, l.st.State, finished, tt.want, tt.finished)
-			}
-			if tt.want != status.Stopping {
-				return
-			}
-			if l.then.next != tt.wantNext {
-				t.Errorf("after the stop: %d, want %d", l.then.next, tt.wantNext)
-			}
-			if tt.afterStop != "" {
-				finished := settle(t, l)
-				if l.state != tt.afterStop || finished != (tt.wantNext == finish) {
-					t.Errorf("once stopped: %s, finished %v; want %s", l.state, finished, tt.afterStop)
-				}
-			}
-		})
+}
+
+// checkEvent brings a new loop into from, delivers ev and checks its outcome.
+func checkEvent(t *testing.T, from status.State, ev event, out outcome) {
+	mode, extra := "always", ""
+	switch from {
+	case status.Completed:
+		mode = "never"
+	case status.Initializing:
+		extra = "    init: [{command: [sleep, \"600\"]}]\n"
+	}
+	l := newTestLoop(t, mode, extra)
+	into(t, l, from)
+	finished := ev.do(l)
+	if l.state != out.want || l.st.State != out.want || finished != out.finished {
+		t.Fatalf("state %s (published %s), finished %v; want %s, finished %v", l.state, l.st.State, finished, out.want, out.finished)
+	}
+	if out.want != status.Stopping {
+		return
+	}
+	if l.then.next != out.wantNext {
+		t.Errorf("after the stop: %d, want %d", l.then.next, out.wantNext)
+	}
+	finished = settle(t, l)
+	if l.state != out.afterStop || finished != (out.wantNext == finish) {
+		t.Errorf("once stopped: %s, finished %v; want %s", l.state, finished, out.afterStop)
 	}
 }
 
