@@ -75,7 +75,7 @@ func exitNow(t *testing.T, l *loop) {
 func settle(t *testing.T, l *loop) bool {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
-	for l.state == status.Stopping {
+	for stateToStatus(l.state) == status.Stopping {
 		select {
 		case <-l.procDone:
 			l.onExit()
@@ -91,30 +91,33 @@ func settle(t *testing.T, l *loop) bool {
 }
 
 // into brings l into state.
-func into(t *testing.T, l *loop, state status.State) {
+func into(t *testing.T, l *loop, s state) {
 	t.Helper()
-	switch state {
-	case status.Running:
+	switch s {
+	case stateRunning:
 		l.begin()
-	case status.Backoff, status.Completed:
+	case stateBackoff, stateCompleted:
 		l.begin()
 		exitNow(t, l)
-	case status.Stopping:
+	case stateStopping, stateRestarting, stateShuttingDown:
 		l.begin()
-		l.beginStop(StopOp{}, stayStopped)
-	case status.Stopped:
+		l.beginStop(StopOp{}, s)
+	case stateDeadlineStopping:
 		l.begin()
-		l.beginStop(StopOp{}, stayStopped)
+		l.onDeadline()
+	case stateStopped:
+		l.begin()
+		l.beginStop(StopOp{}, stateStopping)
 		settle(t, l)
-	case status.Initializing:
+	case stateInitializing:
 		l.begin() // the spec has a slow init command
-	case status.Waiting:
+	case stateWaiting:
 		// A new loop waits until it begins (a held container until Proceed).
-	case status.Failed:
+	case stateFailed:
 		l.onCommand(command{kind: cmdFail, reason: "db failed"})
 	}
-	if l.state != state {
-		t.Fatalf("could not bring the loop into %s: it is %s", state, l.state)
+	if l.state != s {
+		t.Fatalf("could not bring the loop into %s: it is %s", s, l.state)
 	}
 }
 
@@ -143,82 +146,81 @@ var (
 
 // outcome is what an event leads to.
 type outcome struct {
-	want      status.State
-	wantNext  after // for want == stopping: what follows the stop
+	want      state
 	finished  bool
-	afterStop status.State // for want == stopping: the state once the stop ends
+	afterStop state // for a stopping state: the state once the stop ends
+}
+
+// stoppingThen is the outcome of an event that leaves the loop in the stopping state
+// s, ending in afterStop.
+func stoppingThen(s, afterStop state) outcome { return outcome{want: s, afterStop: afterStop} }
+
+// all is the same outcome for every event but those in except.
+func all(o outcome, except map[string]outcome) map[string]outcome {
+	m := map[string]outcome{}
+	for _, ev := range allEvents {
+		m[ev.name] = o
+	}
+	for name, e := range except {
+		m[name] = e
+	}
+	return m
 }
 
 // machine is the map of the loop's state machine: for every state, what each event
 // leads to. TestStateByEvent fails on a state or an event missing from it.
-var machine = map[status.State]map[string]outcome{
-	status.Waiting: {
-		"timer": {want: status.Waiting}, "start": {want: status.Waiting},
-		"stop": {want: status.Stopped}, "restart": {want: status.Running},
-		"shutdown": {want: status.Stopped, finished: true}, "hold": {want: status.Waiting},
-		"proceed": {want: status.Running}, "fail": {want: status.Failed},
-		"late liveness failure": {want: status.Waiting}, "deadline": {want: status.Waiting},
-	},
-	status.Initializing: {
-		"timer": {want: status.Initializing}, "start": {want: status.Initializing},
-		"stop": {want: status.Stopped}, "restart": {want: status.Initializing},
-		"shutdown": {want: status.Stopped, finished: true}, "hold": {want: status.Initializing},
-		"proceed": {want: status.Initializing}, "fail": {want: status.Initializing},
-		"late liveness failure": {want: status.Initializing}, "deadline": {want: status.Initializing},
-	},
-	status.Running: {
-		"timer": {want: status.Running}, "start": {want: status.Running},
-		"stop":     {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
-		"restart":  {want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
-		"shutdown": {want: status.Stopping, wantNext: finish, afterStop: status.Stopped},
-		"hold":     {want: status.Running}, "proceed": {want: status.Running}, "fail": {want: status.Running},
-		"late liveness failure": {want: status.Running},
-		"deadline":              {want: status.Stopping, wantNext: afterDeadline, afterStop: status.Backoff},
-	},
-	status.Backoff: {
-		"timer": {want: status.Running}, "start": {want: status.Running},
-		"stop": {want: status.Stopped}, "restart": {want: status.Running},
-		"shutdown": {want: status.Stopped, finished: true}, "hold": {want: status.Backoff},
-		"proceed": {want: status.Backoff}, "fail": {want: status.Backoff},
-		"late liveness failure": {want: status.Backoff}, "deadline": {want: status.Backoff},
-	},
-	status.Completed: {
-		"timer": {want: status.Completed}, "start": {want: status.Running},
-		"stop": {want: status.Stopped}, "restart": {want: status.Running},
-		"shutdown": {want: status.Stopped, finished: true}, "hold": {want: status.Waiting},
-		"proceed": {want: status.Completed}, "fail": {want: status.Completed},
-		"late liveness failure": {want: status.Completed}, "deadline": {want: status.Completed},
-	},
-	status.Stopping: {
-		"timer":                 {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
-		"start":                 {want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
-		"stop":                  {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
-		"restart":               {want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
-		"shutdown":              {want: status.Stopping, wantNext: finish, afterStop: status.Stopped},
-		"hold":                  {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
-		"proceed":               {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
-		"fail":                  {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
-		"late liveness failure": {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
-		"deadline":              {want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
-	},
-	status.Stopped: {
-		"timer": {want: status.Stopped}, "start": {want: status.Running},
-		"stop": {want: status.Stopped}, "restart": {want: status.Running},
-		"shutdown": {want: status.Stopped, finished: true}, "hold": {want: status.Waiting},
-		"proceed": {want: status.Stopped}, "fail": {want: status.Stopped},
-		"late liveness failure": {want: status.Stopped}, "deadline": {want: status.Stopped},
-	},
-	status.Failed: {
-		"timer": {want: status.Failed}, "start": {want: status.Running},
-		"stop": {want: status.Stopped}, "restart": {want: status.Running},
-		"shutdown": {want: status.Stopped, finished: true}, "hold": {want: status.Waiting},
-		"proceed": {want: status.Failed}, "fail": {want: status.Failed},
-		"late liveness failure": {want: status.Failed}, "deadline": {want: status.Failed},
-	},
+var machine = map[state]map[string]outcome{
+	stateWaiting: all(outcome{want: stateWaiting}, map[string]outcome{
+		"stop": {want: stateStopped}, "restart": {want: stateRunning},
+		"shutdown": {want: stateStopped, finished: true},
+		"proceed":  {want: stateRunning}, "fail": {want: stateFailed},
+	}),
+	stateInitializing: all(outcome{want: stateInitializing}, map[string]outcome{
+		"stop": {want: stateStopped}, "shutdown": {want: stateStopped, finished: true},
+	}),
+	stateRunning: all(outcome{want: stateRunning}, map[string]outcome{
+		"stop":     stoppingThen(stateStopping, stateStopped),
+		"restart":  stoppingThen(stateRestarting, stateRunning),
+		"shutdown": stoppingThen(stateShuttingDown, stateStopped),
+		"deadline": stoppingThen(stateDeadlineStopping, stateBackoff),
+	}),
+	stateBackoff: all(outcome{want: stateBackoff}, map[string]outcome{
+		"timer": {want: stateRunning}, "start": {want: stateRunning},
+		"stop": {want: stateStopped}, "restart": {want: stateRunning},
+		"shutdown": {want: stateStopped, finished: true},
+	}),
+	stateCompleted: all(outcome{want: stateCompleted}, map[string]outcome{
+		"start": {want: stateRunning}, "stop": {want: stateStopped}, "restart": {want: stateRunning},
+		"shutdown": {want: stateStopped, finished: true}, "hold": {want: stateWaiting},
+	}),
+	stateStopping: all(stoppingThen(stateStopping, stateStopped), map[string]outcome{
+		"start":    stoppingThen(stateRestarting, stateRunning),
+		"restart":  stoppingThen(stateRestarting, stateRunning),
+		"shutdown": stoppingThen(stateShuttingDown, stateStopped),
+	}),
+	stateRestarting: all(stoppingThen(stateRestarting, stateRunning), map[string]outcome{
+		"stop":     stoppingThen(stateStopping, stateStopped),
+		"shutdown": stoppingThen(stateShuttingDown, stateStopped),
+	}),
+	// A shutdown in progress is never undone.
+	stateShuttingDown: all(stoppingThen(stateShuttingDown, stateStopped), nil),
+	stateDeadlineStopping: all(stoppingThen(stateDeadlineStopping, stateBackoff), map[string]outcome{
+		"stop":     stoppingThen(stateStopping, stateStopped),
+		"restart":  stoppingThen(stateRestarting, stateRunning),
+		"shutdown": stoppingThen(stateShuttingDown, stateStopped),
+	}),
+	stateStopped: all(outcome{want: stateStopped}, map[string]outcome{
+		"start": {want: stateRunning}, "restart": {want: stateRunning},
+		"shutdown": {want: stateStopped, finished: true}, "hold": {want: stateWaiting},
+	}),
+	stateFailed: all(outcome{want: stateFailed}, map[string]outcome{
+		"start": {want: stateRunning}, "stop": {want: stateStopped}, "restart": {want: stateRunning},
+		"shutdown": {want: stateStopped, finished: true}, "hold": {want: stateWaiting},
+	}),
 }
 
-var allStates = []status.State{status.Waiting, status.Initializing, status.Running, status.Backoff,
-	status.Completed, status.Stopping, status.Stopped, status.Failed}
+var allStates = []state{stateWaiting, stateInitializing, stateRunning, stateBackoff, stateCompleted,
+	stateStopping, stateRestarting, stateShuttingDown, stateDeadlineStopping, stateStopped, stateFailed}
 
 func TestStateByEvent(t *testing.T) {
 	for _, from := range allStates {
@@ -228,34 +230,31 @@ func TestStateByEvent(t *testing.T) {
 				t.Errorf("the machine has no outcome for %s × %s", from, ev.name)
 				continue
 			}
-			t.Run(string(from)+" × "+ev.name, func(t *testing.T) { checkEvent(t, from, ev, out) })
+			t.Run(from.String()+" × "+ev.name, func(t *testing.T) { checkEvent(t, from, ev, out) })
 		}
 	}
 }
 
 // checkEvent brings a new loop into from, delivers ev and checks its outcome.
-func checkEvent(t *testing.T, from status.State, ev event, out outcome) {
+func checkEvent(t *testing.T, from state, ev event, out outcome) {
 	mode, extra := "always", ""
 	switch from {
-	case status.Completed:
+	case stateCompleted:
 		mode = "never"
-	case status.Initializing:
+	case stateInitializing:
 		extra = "    init: [{command: [sleep, \"600\"]}]\n"
 	}
 	l := newTestLoop(t, mode, extra)
 	into(t, l, from)
 	finished := ev.do(l)
-	if l.state != out.want || l.st.State != out.want || finished != out.finished {
+	if l.state != out.want || l.st.State != stateToStatus(out.want) || finished != out.finished {
 		t.Fatalf("state %s (published %s), finished %v; want %s, finished %v", l.state, l.st.State, finished, out.want, out.finished)
 	}
-	if out.want != status.Stopping {
+	if stateToStatus(out.want) != status.Stopping {
 		return
 	}
-	if l.then.next != out.wantNext {
-		t.Errorf("after the stop: %d, want %d", l.then.next, out.wantNext)
-	}
 	finished = settle(t, l)
-	if l.state != out.afterStop || finished != (out.wantNext == finish) {
+	if l.state != out.afterStop || finished != (out.want == stateShuttingDown) {
 		t.Errorf("once stopped: %s, finished %v; want %s", l.state, finished, out.afterStop)
 	}
 }
@@ -266,11 +265,11 @@ func TestShutdownJoinsStopAndDestroysAfter(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "destroyed")
 	l := newTestLoop(t, "always", fmt.Sprintf("    destroy_policy: {exec: {command: [touch, %q]}}\n", marker))
-	into(t, l, status.Stopping)
+	into(t, l, stateStopping)
 	l.onCommand(command{kind: cmdShutdown, op: StopOp{Destroy: true}})
 	l.onCommand(command{kind: cmdRestart, request: true})
-	if l.then.next != finish || l.then.destroy == nil {
-		t.Fatalf("then = %+v, want finish with a destroy", l.then)
+	if l.state != stateShuttingDown || l.destroyAfter == nil {
+		t.Fatalf("state %s, destroy after %v; want shutting down with a destroy", l.state, l.destroyAfter)
 	}
 	if !settle(t, l) {
 		t.Fatal("the loop did not finish")
@@ -284,11 +283,11 @@ func TestShutdownJoinsStopAndDestroysAfter(t *testing.T) {
 // probe's reason and goes to backoff.
 func TestLivenessFailureKillsAndRestarts(t *testing.T) {
 	l := newTestLoop(t, "always", "")
-	into(t, l, status.Running)
+	into(t, l, stateRunning)
 	l.onProbe(probes.Event{Kind: probes.Liveness, Run: l.runID, Failed: true, Failures: 1, Result: probes.Result{Detail: "HTTP 500"}})
 	<-l.procDone
 	l.onExit()
-	if l.state != status.Backoff || l.st.LastExit == nil || l.st.LastExit.Reason != "liveness probe failed: HTTP 500" {
+	if l.state != stateBackoff || l.st.LastExit == nil || l.st.LastExit.Reason != "liveness probe failed: HTTP 500" {
 		t.Fatalf("state %s, last exit %+v", l.state, l.st.LastExit)
 	}
 	if l.st.LastExit.Signal != "SIGKILL" {
