@@ -20,7 +20,9 @@ import (
 // (http_get, tcp_socket, exec) run in package probes; the other kinds are signals of
 // the process itself: READY=1 on the notify socket, a newline on its notification
 // descriptor, or an output line that matches log_line. All of them reach the loop as
-// events tagged with the run they are about.
+// events tagged with the run they are about. This file starts and stops what watches
+// a run (probes, signals, the watchdog and the deadline); events.go takes what they
+// report.
 
 // readySignal is a readiness signal of a run, and where it came from.
 type readySignal struct {
