@@ -106,7 +106,7 @@ func New(cfg Config) (*Container, error) {
 	}
 	st := initialStatus(cfg.Spec, cfg.StoppedByRequest, time.Now())
 	if cfg.Held && st.State == status.Waiting {
-		st.Ready.Set(false, "Waiting", "waiting for its depends_on conditions", time.Now())
+		st.Ready.Set(false, status.ReasonWaiting, "waiting for its depends_on conditions", time.Now())
 	}
 	c.status.Store(&st)
 	return c, nil
@@ -230,8 +230,8 @@ func initialStatus(sc *spec.Container, stoppedByRequest bool, now time.Time) sta
 		TargetState:      sc.TargetState,
 		StoppedByRequest: stoppedByRequest,
 		WaitingFor:       []string{},
-		Alive:            status.NewCondition(false, "NotStarted", "", now),
-		Ready:            status.NewCondition(false, "NotStarted", "", now),
+		Alive:            status.NewCondition(false, status.ReasonNotStarted, "", now),
+		Ready:            status.NewCondition(false, status.ReasonNotStarted, "", now),
 	}
 	if stoppedByRequest {
 		st.TargetState = spec.TargetRemoved

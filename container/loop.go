@@ -17,36 +17,76 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// The loop is the container's state machine. Its state is one value, l.state, the
-// state status shows:
+// The loop is the container's state machine. Its state is one value, l.state;
+// stateToStatus says how status shows it:
 //
-//	waiting       not started yet: before the first begin, or held for depends_on
-//	initializing  init commands run (l.initDone is their result)
-//	running       the process runs (l.proc), probes with it
-//	backoff       the process exited; the timer starts it again
-//	completed     the process exited and is not restarted (mode never/on_failure)
-//	stopping      a stop sequence runs (l.stop); l.then says what follows it
-//	stopped       stopped on request, by target_state or for good (then the loop ends)
-//	failed        its restart limit gave up, or a dependency failed; until started
+//	waiting          not started yet: before the first begin, or held for depends_on
+//	initializing     init commands run (l.initDone is their result)
+//	running          the process runs (l.proc), probes with it
+//	backoff          the process exited; the timer starts it again
+//	completed        the process exited and is not restarted (mode never/on_failure)
+//	stopping         a stop sequence runs (l.stop), then stopped: target_state removed
+//	restarting       a stop sequence runs, then the container begins again
+//	shutting down    a stop sequence runs (a Shutdown), then the loop ends
+//	deadline stop    a stop sequence of a run past max_run_ms runs, then its exit
+//	                 counts as a failure and the restart policy decides
+//	stopped          stopped on request, by target_state or for good (then the loop ends)
+//	failed           its restart limit gave up, or a dependency failed; until started
 //
 // Every event (exit, probe result, timer, init result, stop progress, command) is
-// handled by a function that switches on the state and ignores what came too late.
-
-// after is what follows a stop sequence.
-type after int
+// handled in events.go by a function that switches on the state and ignores what
+// came too late.
+type state int
 
 const (
-	stayStopped   after = iota // target_state removed: stopped until started
-	startAgain                 // a restart or a start: begin again
-	finish                     // a Shutdown: the loop ends
-	afterDeadline              // max_run_ms: the exit counts as a failure, then the policy
+	stateWaiting state = iota
+	stateInitializing
+	stateRunning
+	stateBackoff
+	stateCompleted
+	stateStopping
+	stateRestarting
+	stateShuttingDown
+	stateDeadlineStopping
+	stateStopped
+	stateFailed
 )
 
-// then is what follows the stop sequence in progress: the next state, and a destroy
-// still to run when a Shutdown joined a stop that was started without one.
-type then struct {
-	next    after
-	destroy *StopOp
+// stateToStatus is the one mapping of the loop's state to the state status shows:
+// the four states of a running stop sequence all show as stopping.
+func stateToStatus(s state) status.State {
+	switch s {
+	case stateWaiting:
+		return status.Waiting
+	case stateInitializing:
+		return status.Initializing
+	case stateRunning:
+		return status.Running
+	case stateBackoff:
+		return status.Backoff
+	case stateCompleted:
+		return status.Completed
+	case stateStopping, stateRestarting, stateShuttingDown, stateDeadlineStopping:
+		return status.Stopping
+	case stateStopped:
+		return status.Stopped
+	case stateFailed:
+		return status.Failed
+	}
+	panic(fmt.Sprintf("container: unknown loop state %d", int(s)))
+}
+
+// String names the state for the log and for tests.
+func (s state) String() string {
+	switch s {
+	case stateRestarting:
+		return "stopping (to restart)"
+	case stateShuttingDown:
+		return "stopping (to shut down)"
+	case stateDeadlineStopping:
+		return "stopping (at the deadline)"
+	}
+	return string(stateToStatus(s))
 }
 
 // loop is the state owned by Run's goroutine. Nothing else touches it.
@@ -57,8 +97,8 @@ type loop struct {
 	policy restart.Policy
 	rand   func() float64
 	log    zerolog.Logger
-	state  status.State
-	st     status.Container // the status published; st.State follows state
+	state  state
+	st     status.Container // the status published; st.State is stateToStatus(state)
 
 	// The running process, if any, and the last one started (for its output).
 	lastProc   *proc.Process
@@ -88,9 +128,11 @@ type loop struct {
 	initCancel context.CancelFunc
 	initDone   chan error
 
-	stop      *stopRun // the stop sequence in progress (state stopping)
+	stop      *stopRun // the stop sequence in progress (a stopping state)
 	stopSteps chan stopEvent
-	then      then
+	// destroyAfter is a destroy still to run after the stop in progress: a Shutdown
+	// joined a stop that was started without one.
+	destroyAfter *StopOp
 }
 
 func newLoop(c *Container) *loop {
@@ -100,6 +142,10 @@ func newLoop(c *Container) *loop {
 		rnd = rand.Float64
 	}
 	st := *c.status.Load()
+	initial := stateWaiting
+	if st.State == status.Stopped {
+		initial = stateStopped // target_state removed (initialStatus)
+	}
 	return &loop{
 		c:            c,
 		cfg:          c.cfg,
@@ -107,7 +153,7 @@ func newLoop(c *Container) *loop {
 		policy:       restart.PolicyFromSpec(sc.RestartPolicy),
 		rand:         rnd,
 		log:          c.cfg.Log.With().Str("container", sc.Name).Logger(),
-		state:        st.State,
+		state:        initial,
 		st:           st,
 		probeEvents:  make(chan probes.Event, 4),
 		stopSteps:    make(chan stopEvent, 8),
@@ -171,35 +217,12 @@ func (l *loop) begin() {
 		l.startProcess()
 		return
 	}
-	l.setState(status.Initializing)
+	l.setState(stateInitializing)
 	ctx, cancel := context.WithCancel(context.Background())
 	l.initCancel = cancel
 	done := make(chan error, 1)
 	l.initDone = done
 	go func() { done <- l.runInit(ctx) }()
-}
-
-func (l *loop) onInitDone(err error) {
-	l.initDone, l.initCancel = nil, nil
-	switch {
-	case l.state != status.Initializing:
-		// A stop cancelled the init commands and already moved the state on.
-	case err != nil:
-	default:
-		l.initialized = true
-		l.log.Info().Msg("init commands done")
-		l.startProcess()
-	}
-}
-
-func (l *loop) onTimer() {
-	l.timerC = nil
-	switch l.state {
-	case status.Backoff:
-		l.startProcess()
-	default:
-		// A timer of a backoff that a command or a stop already ended.
-	}
 }
 
 // startProcess starts the container's command. A command that cannot start is an
@@ -227,9 +250,9 @@ func (l *loop) startProcess() {
 	l.runID++
 	pid := p.Pid()
 	l.st.Pid = &pid
-	l.st.Alive.Set(true, "Running", "", now)
+	l.st.Alive.Set(true, status.ReasonRunning, "", now)
 	l.startHealth()
-	l.setState(status.Running)
+	l.setState(stateRunning)
 	l.log.Info().Int("pid", pid).Int("restarts", l.st.Restarts).Msg("started")
 }
 
@@ -259,82 +282,6 @@ func (l *loop) spawn() (*proc.Process, error) {
 	})
 }
 
-func (l *loop) onProbe(ev probes.Event) {
-	switch {
-	case l.state != status.Running, ev.Run != l.runID:
-		return // a late result of an earlier run, or probes already stopped
-	case ev.Kind == probes.Startup:
-		l.onStartupProbe(ev)
-		return
-	}
-	// Publish only what changed: checks pass many times a second across an
-	// instance, and every publication makes the supervisor look at every container.
-	changed := false
-	switch ev.Kind {
-	case probes.Liveness:
-		changed = l.onLiveness(ev)
-	case probes.Readiness:
-		changed = l.onReadiness(ev)
-	}
-	if changed {
-		l.publish()
-	}
-}
-
-// onLiveness records a liveness result; after failure_threshold failures in a row
-// (ev.Failed) the process group is SIGKILLed and restarted by the policy.
-func (l *loop) onLiveness(ev probes.Event) bool {
-	now := time.Now()
-	if ev.Result.OK {
-		return l.st.Alive.Set(true, "Running", "", now)
-	}
-	msg := "liveness probe failed: " + ev.Result.Detail
-	changed := l.st.Alive.Set(false, "LivenessProbeFailed", msg, now)
-	if ev.Failed && l.killReason == "" {
-		l.kill(msg)
-	}
-	return changed
-}
-
-func (l *loop) onReadiness(ev probes.Event) bool {
-	now := time.Now()
-	if ev.Healthy {
-		return l.st.Ready.Set(true, "Ready", "", now)
-	}
-	msg := "readiness probe failed"
-	if ev.Result.Detail != "" {
-		msg += ": " + ev.Result.Detail
-	}
-	return l.st.Ready.Set(false, "ReadinessProbeFailed", msg, now)
-}
-
-// onExit handles the end of the running process.
-func (l *loop) onExit() {
-	p := l.proc
-	e := p.Exit()
-	ran := time.Since(l.startedAt)
-	// Whatever the process left behind in its group dies with it, as an init
-	// container's leftovers do and as a Kubernetes container's would: otherwise every
-	// restart would leave processes, and the output pipes they hold open (with their
-	// copiers) in tend, behind.
-	_ = p.SignalGroup(syscall.SIGKILL)
-	l.proc, l.procDone = nil, nil
-	l.st.Pid = nil
-	l.stopHealth()
-	switch l.state {
-	case status.Stopping:
-		// Record the exit; the stop sequence sees it too and finishes.
-		l.recordExit(e, "")
-		l.log.Info().Str("exit", l.st.LastExit.Reason).Int("code", l.st.LastExit.Code).Dur("ran_ms", ran).Msg("exited while stopping")
-		now := time.Now()
-		l.st.Alive.Set(false, "Stopped", "", now)
-		l.st.Ready.Set(false, "Stopping", "", now)
-		l.publish()
-	default:
-		l.afterExit(e, ran)
-	}
-}
-
 // afterExit records an exit (or a failed start) and decides on the restart.
 func (l *loop) afterExit(e proc.Exit, ran time.Duration) {
 	l.recordExit(e, l.killReason)
@@ -351,15 +298,15 @@ func (l *loop) afterExit(e proc.Exit, ran time.Duration) {
 func (l *loop) restartOrEnd(restartIt bool, fails int) {
 	now := time.Now()
 	why := l.st.LastExit.Reason
-	l.st.Alive.Set(false, "Exited", why, now)
-	l.st.Ready.Set(false, "Exited", why, now)
+	l.st.Alive.Set(false, status.ReasonExited, why, now)
+	l.st.Ready.Set(false, status.ReasonExited, why, now)
 	if !restartIt {
-		l.setState(status.Completed)
+		l.setState(stateCompleted)
 		return
 	}
 	l.fails = fails
 	if limit := l.sc.RestartPolicy.MaxFailures.Get(); limit > 0 && fails >= limit {
-		l.fail("RestartLimit", fmt.Sprintf("gave up after %d failures in a row (restart_policy.max_failures), last: %s", fails, why))
+		l.fail(status.ReasonRestartLimit, fmt.Sprintf("gave up after %d failures in a row (restart_policy.max_failures), last: %s", fails, why))
 		return
 	}
 	delay := l.policy.Delay(l.fails, l.rand)
@@ -371,7 +318,32 @@ func (l *loop) restartOrEnd(restartIt bool, fails int) {
 		l.st.NextStartAt = status.Ptr(now.Add(delay))
 		l.log.Info().Dur("delay_ms", delay).Int("fails", l.fails).Msg("backoff before restart")
 	}
-	l.setState(status.Backoff)
+	l.setState(stateBackoff)
+}
+
+// fail ends the container's runs until it is started again: a restart limit gave up
+// or a dependency can no longer meet its condition.
+func (l *loop) fail(reason status.Reason, message string) {
+	now := time.Now()
+	l.st.Alive.Set(false, reason, message, now)
+	l.st.Ready.Set(false, reason, message, now)
+	l.log.Warn().Str("reason", message).Msg("failed")
+	l.setState(stateFailed)
+}
+
+// deadlineExit decides what follows a run stopped at its deadline: its exit counts
+// as a failure (code 1 if it was 0, for a job's exit code), then the restart policy.
+func (l *loop) deadlineExit() {
+	x := l.st.LastExit
+	if x == nil {
+		x = ExitStatus(proc.Exit{Code: 1}, "", time.Now())
+	}
+	x.Reason = "deadline exceeded"
+	if x.Code == 0 {
+		x.Code = 1
+	}
+	l.st.LastExit = x
+	l.restartOrEnd(l.sc.RestartPolicy.Mode != spec.ModeNever, l.fails+1)
 }
 
 // restarts reports whether the restart policy restarts after e.
@@ -430,12 +402,13 @@ func (l *loop) abort() {
 	}
 }
 
-func (l *loop) setState(state status.State) {
-	if l.state != state {
-		l.log.Debug().Str("from", string(l.state)).Str("to", string(state)).Msg("state")
+// setState moves the loop to next and publishes the status.
+func (l *loop) setState(next state) {
+	if l.state != next {
+		l.log.Debug().Stringer("from", l.state).Stringer("to", next).Msg("state")
 	}
-	l.state = state
-	l.st.State = state
+	l.state = next
+	l.st.State = stateToStatus(next)
 	l.publish()
 }
 
@@ -461,7 +434,7 @@ func (l *loop) logTransition(what string, prev, next status.Condition) {
 		return
 	}
 	ev := l.log.Info()
-	if !next.True() && l.state == status.Running {
+	if !next.True() && l.state == stateRunning {
 		ev = l.log.Warn() // a running container that went not ready or not alive
 	}
 	if next.Message != "" {
@@ -471,15 +444,15 @@ func (l *loop) logTransition(what string, prev, next status.Condition) {
 	if !next.True() {
 		msg = "not " + what
 	}
-	ev.Str("reason", next.Reason).Msg(msg)
+	ev.Str("reason", string(next.Reason)).Msg(msg)
 }
 
 // removedReason says why a stopped container counts as ready: the spec or a request.
-func removedReason(st status.Container) (reason, message string) {
+func removedReason(st status.Container) (reason status.Reason, message string) {
 	if st.StoppedByRequest {
-		return "StoppedByRequest", "stopped by request (tend stop); tend start or restart runs it again"
+		return status.ReasonStoppedByRequest, "stopped by request (tend stop); tend start or restart runs it again"
 	}
-	return "Removed", "target_state is removed"
+	return status.ReasonRemoved, "target_state is removed"
 }
 
 var canceledCtx = func() context.Context {

@@ -75,7 +75,7 @@ func exitNow(t *testing.T, l *loop) {
 func settle(t *testing.T, l *loop) bool {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
-	for l.state == status.Stopping {
+	for stateToStatus(l.state) == status.Stopping {
 		select {
 		case <-l.procDone:
 			l.onExit()
@@ -91,30 +91,33 @@ func settle(t *testing.T, l *loop) bool {
 }
 
 // into brings l into state.
-func into(t *testing.T, l *loop, state status.State) {
+func into(t *testing.T, l *loop, s state) {
 	t.Helper()
-	switch state {
-	case status.Running:
+	switch s {
+	case stateRunning:
 		l.begin()
-	case status.Backoff, status.Completed:
+	case stateBackoff, stateCompleted:
 		l.begin()
 		exitNow(t, l)
-	case status.Stopping:
+	case stateStopping, stateRestarting, stateShuttingDown:
 		l.begin()
-		l.beginStop(StopOp{}, stayStopped)
-	case status.Stopped:
+		l.beginStop(StopOp{}, s)
+	case stateDeadlineStopping:
 		l.begin()
-		l.beginStop(StopOp{}, stayStopped)
+		l.onDeadline()
+	case stateStopped:
+		l.begin()
+		l.beginStop(StopOp{}, stateStopping)
 		settle(t, l)
-	case status.Initializing:
+	case stateInitializing:
 		l.begin() // the spec has a slow init command
-	case status.Waiting:
+	case stateWaiting:
 		// A new loop waits until it begins (a held container until Proceed).
-	case status.Failed:
+	case stateFailed:
 		l.onCommand(command{kind: cmdFail, reason: "db failed"})
 	}
-	if l.state != state {
-		t.Fatalf("could not bring the loop into %s: it is %s", state, l.state)
+	if l.state != s {
+		t.Fatalf("could not bring the loop into %s: it is %s", s, l.state)
 	}
 }
 
@@ -136,83 +139,123 @@ var (
 		l.onProbe(probes.Event{Kind: probes.Liveness, Run: l.runID - 1, Failed: true, Result: probes.Result{Detail: "HTTP 500"}})
 		return false
 	}}
+	evDeadline = event{"deadline", func(l *loop) bool { return l.onDeadline() }}
+
+	allEvents = []event{evTimer, evStart, evStop, evRestart, evShutdown, evHold, evProceed, evFail, evLateLive, evDeadline}
 )
 
-func TestStateByEvent(t *testing.T) {
-	const slowInit = "    init: [{command: [sleep, \"600\"]}]\n"
-	tests := []struct {
-		from      status.State
-		mode      string
-		extra     string
-		ev        event
-		want      status.State
-		wantNext  after // for want == stopping: what follows the stop
-		finished  bool
-		afterStop status.State // for want == stopping: the state once the stop ends ("" skips)
-	}{
-		{from: status.Running, mode: "always", ev: evTimer, want: status.Running},
-		{from: status.Running, mode: "always", ev: evStart, want: status.Running},
-		{from: status.Running, mode: "always", ev: evLateLive, want: status.Running},
-		{from: status.Running, mode: "always", ev: evStop, want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
-		{from: status.Running, mode: "always", ev: evRestart, want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
-		{from: status.Running, mode: "always", ev: evShutdown, want: status.Stopping, wantNext: finish, afterStop: status.Stopped},
-		{from: status.Backoff, mode: "always", ev: evTimer, want: status.Running},
-		{from: status.Backoff, mode: "always", ev: evStart, want: status.Running},
-		{from: status.Backoff, mode: "always", ev: evRestart, want: status.Running},
-		{from: status.Backoff, mode: "always", ev: evStop, want: status.Stopped},
-		{from: status.Backoff, mode: "always", ev: evShutdown, want: status.Stopped, finished: true},
-		{from: status.Completed, mode: "never", ev: evTimer, want: status.Completed},
-		{from: status.Completed, mode: "never", ev: evStart, want: status.Running},
-		{from: status.Completed, mode: "never", ev: evRestart, want: status.Running},
-		{from: status.Completed, mode: "never", ev: evStop, want: status.Stopped},
-		{from: status.Stopped, mode: "always", ev: evTimer, want: status.Stopped},
-		{from: status.Stopped, mode: "always", ev: evStart, want: status.Running},
-		{from: status.Stopped, mode: "always", ev: evRestart, want: status.Running},
-		{from: status.Stopped, mode: "always", ev: evShutdown, want: status.Stopped, finished: true},
-		{from: status.Stopping, mode: "always", ev: evStart, want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
-		{from: status.Stopping, mode: "always", ev: evRestart, want: status.Stopping, wantNext: startAgain, afterStop: status.Running},
-		{from: status.Stopping, mode: "always", ev: evShutdown, want: status.Stopping, wantNext: finish, afterStop: status.Stopped},
-		{from: status.Stopping, mode: "always", ev: evTimer, want: status.Stopping, wantNext: stayStopped, afterStop: status.Stopped},
-		{from: status.Initializing, mode: "always", extra: slowInit, ev: evTimer, want: status.Initializing},
-		{from: status.Initializing, mode: "always", extra: slowInit, ev: evStart, want: status.Initializing},
-		{from: status.Initializing, mode: "always", extra: slowInit, ev: evRestart, want: status.Initializing},
-		{from: status.Initializing, mode: "always", extra: slowInit, ev: evStop, want: status.Stopped},
-		{from: status.Initializing, mode: "always", extra: slowInit, ev: evShutdown, want: status.Stopped, finished: true},
-		{from: status.Waiting, mode: "always", ev: evProceed, want: status.Running},
-		{from: status.Waiting, mode: "always", ev: evFail, want: status.Failed},
-		{from: status.Waiting, mode: "always", ev: evHold, want: status.Waiting},
-		{from: status.Waiting, mode: "always", ev: evTimer, want: status.Waiting},
-		{from: status.Waiting, mode: "always", ev: evRestart, want: status.Running},
-		{from: status.Waiting, mode: "always", ev: evShutdown, want: status.Stopped, finished: true},
-		{from: status.Failed, mode: "always", ev: evStart, want: status.Running},
-		{from: status.Failed, mode: "always", ev: evHold, want: status.Waiting},
-		{from: status.Failed, mode: "always", ev: evProceed, want: status.Failed},
-		{from: status.Stopped, mode: "always", ev: evHold, want: status.Waiting},
-		{from: status.Completed, mode: "never", ev: evHold, want: status.Waiting},
-		{from: status.Running, mode: "always", ev: evHold, want: status.Running},
-		{from: status.Running, mode: "always", ev: evFail, want: status.Running},
+// outcome is what an event leads to.
+type outcome struct {
+	want      state
+	finished  bool
+	afterStop state // for a stopping state: the state once the stop ends
+}
+
+// stoppingThen is the outcome of an event that leaves the loop in the stopping state
+// s, ending in afterStop.
+func stoppingThen(s, afterStop state) outcome { return outcome{want: s, afterStop: afterStop} }
+
+// all is the same outcome for every event but those in except.
+func all(o outcome, except map[string]outcome) map[string]outcome {
+	m := map[string]outcome{}
+	for _, ev := range allEvents {
+		m[ev.name] = o
 	}
-	for _, tt := range tests {
-		t.Run(string(tt.from)+" × "+tt.ev.name, func(t *testing.T) {
-			l := newTestLoop(t, tt.mode, tt.extra)
-			into(t, l, tt.from)
-			finished := tt.ev.do(l)
-			if l.state != tt.want || l.st.State != tt.want || finished != tt.finished {
-				t.Fatalf("state %s (published %s), finished %v; want %s, finished %v", l.state, l.st.State, finished, tt.want, tt.finished)
+	for name, e := range except {
+		m[name] = e
+	}
+	return m
+}
+
+// machine is the map of the loop's state machine: for every state, what each event
+// leads to. TestStateByEvent fails on a state or an event missing from it.
+var machine = map[state]map[string]outcome{
+	stateWaiting: all(outcome{want: stateWaiting}, map[string]outcome{
+		"stop": {want: stateStopped}, "restart": {want: stateRunning},
+		"shutdown": {want: stateStopped, finished: true},
+		"proceed":  {want: stateRunning}, "fail": {want: stateFailed},
+	}),
+	stateInitializing: all(outcome{want: stateInitializing}, map[string]outcome{
+		"stop": {want: stateStopped}, "shutdown": {want: stateStopped, finished: true},
+	}),
+	stateRunning: all(outcome{want: stateRunning}, map[string]outcome{
+		"stop":     stoppingThen(stateStopping, stateStopped),
+		"restart":  stoppingThen(stateRestarting, stateRunning),
+		"shutdown": stoppingThen(stateShuttingDown, stateStopped),
+		"deadline": stoppingThen(stateDeadlineStopping, stateBackoff),
+	}),
+	stateBackoff: all(outcome{want: stateBackoff}, map[string]outcome{
+		"timer": {want: stateRunning}, "start": {want: stateRunning},
+		"stop": {want: stateStopped}, "restart": {want: stateRunning},
+		"shutdown": {want: stateStopped, finished: true},
+	}),
+	stateCompleted: all(outcome{want: stateCompleted}, map[string]outcome{
+		"start": {want: stateRunning}, "stop": {want: stateStopped}, "restart": {want: stateRunning},
+		"shutdown": {want: stateStopped, finished: true}, "hold": {want: stateWaiting},
+	}),
+	stateStopping: all(stoppingThen(stateStopping, stateStopped), map[string]outcome{
+		"start":    stoppingThen(stateRestarting, stateRunning),
+		"restart":  stoppingThen(stateRestarting, stateRunning),
+		"shutdown": stoppingThen(stateShuttingDown, stateStopped),
+	}),
+	stateRestarting: all(stoppingThen(stateRestarting, stateRunning), map[string]outcome{
+		"stop":     stoppingThen(stateStopping, stateStopped),
+		"shutdown": stoppingThen(stateShuttingDown, stateStopped),
+	}),
+	// A shutdown in progress is never undone.
+	stateShuttingDown: all(stoppingThen(stateShuttingDown, stateStopped), nil),
+	stateDeadlineStopping: all(stoppingThen(stateDeadlineStopping, stateBackoff), map[string]outcome{
+		"stop":     stoppingThen(stateStopping, stateStopped),
+		"restart":  stoppingThen(stateRestarting, stateRunning),
+		"shutdown": stoppingThen(stateShuttingDown, stateStopped),
+	}),
+	stateStopped: all(outcome{want: stateStopped}, map[string]outcome{
+		"start": {want: stateRunning}, "restart": {want: stateRunning},
+		"shutdown": {want: stateStopped, finished: true}, "hold": {want: stateWaiting},
+	}),
+	stateFailed: all(outcome{want: stateFailed}, map[string]outcome{
+		"start": {want: stateRunning}, "stop": {want: stateStopped}, "restart": {want: stateRunning},
+		"shutdown": {want: stateStopped, finished: true}, "hold": {want: stateWaiting},
+	}),
+}
+
+var allStates = []state{stateWaiting, stateInitializing, stateRunning, stateBackoff, stateCompleted,
+	stateStopping, stateRestarting, stateShuttingDown, stateDeadlineStopping, stateStopped, stateFailed}
+
+func TestStateByEvent(t *testing.T) {
+	for _, from := range allStates {
+		for _, ev := range allEvents {
+			out, ok := machine[from][ev.name]
+			if !ok {
+				t.Errorf("the machine has no outcome for %s × %s", from, ev.name)
+				continue
 			}
-			if tt.want != status.Stopping {
-				return
-			}
-			if l.then.next != tt.wantNext {
-				t.Errorf("after the stop: %d, want %d", l.then.next, tt.wantNext)
-			}
-			if tt.afterStop != "" {
-				finished := settle(t, l)
-				if l.state != tt.afterStop || finished != (tt.wantNext == finish) {
-					t.Errorf("once stopped: %s, finished %v; want %s", l.state, finished, tt.afterStop)
-				}
-			}
-		})
+			t.Run(from.String()+" × "+ev.name, func(t *testing.T) { checkEvent(t, from, ev, out) })
+		}
+	}
+}
+
+// checkEvent brings a new loop into from, delivers ev and checks its outcome.
+func checkEvent(t *testing.T, from state, ev event, out outcome) {
+	mode, extra := "always", ""
+	switch from {
+	case stateCompleted:
+		mode = "never"
+	case stateInitializing:
+		extra = "    init: [{command: [sleep, \"600\"]}]\n"
+	}
+	l := newTestLoop(t, mode, extra)
+	into(t, l, from)
+	finished := ev.do(l)
+	if l.state != out.want || l.st.State != stateToStatus(out.want) || finished != out.finished {
+		t.Fatalf("state %s (published %s), finished %v; want %s, finished %v", l.state, l.st.State, finished, out.want, out.finished)
+	}
+	if stateToStatus(out.want) != status.Stopping {
+		return
+	}
+	finished = settle(t, l)
+	if l.state != out.afterStop || finished != (out.want == stateShuttingDown) {
+		t.Errorf("once stopped: %s, finished %v; want %s", l.state, finished, out.afterStop)
 	}
 }
 
@@ -222,11 +265,11 @@ func TestShutdownJoinsStopAndDestroysAfter(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "destroyed")
 	l := newTestLoop(t, "always", fmt.Sprintf("    destroy_policy: {exec: {command: [touch, %q]}}\n", marker))
-	into(t, l, status.Stopping)
+	into(t, l, stateStopping)
 	l.onCommand(command{kind: cmdShutdown, op: StopOp{Destroy: true}})
 	l.onCommand(command{kind: cmdRestart, request: true})
-	if l.then.next != finish || l.then.destroy == nil {
-		t.Fatalf("then = %+v, want finish with a destroy", l.then)
+	if l.state != stateShuttingDown || l.destroyAfter == nil {
+		t.Fatalf("state %s, destroy after %v; want shutting down with a destroy", l.state, l.destroyAfter)
 	}
 	if !settle(t, l) {
 		t.Fatal("the loop did not finish")
@@ -240,11 +283,11 @@ func TestShutdownJoinsStopAndDestroysAfter(t *testing.T) {
 // probe's reason and goes to backoff.
 func TestLivenessFailureKillsAndRestarts(t *testing.T) {
 	l := newTestLoop(t, "always", "")
-	into(t, l, status.Running)
+	into(t, l, stateRunning)
 	l.onProbe(probes.Event{Kind: probes.Liveness, Run: l.runID, Failed: true, Failures: 1, Result: probes.Result{Detail: "HTTP 500"}})
 	<-l.procDone
 	l.onExit()
-	if l.state != status.Backoff || l.st.LastExit == nil || l.st.LastExit.Reason != "liveness probe failed: HTTP 500" {
+	if l.state != stateBackoff || l.st.LastExit == nil || l.st.LastExit.Reason != "liveness probe failed: HTTP 500" {
 		t.Fatalf("state %s, last exit %+v", l.state, l.st.LastExit)
 	}
 	if l.st.LastExit.Signal != "SIGKILL" {

@@ -10,6 +10,7 @@ import (
 	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
 )
 
 // Steps of the stop sequence shown in status while stopping (docs/reference.md "Stop sequence").
@@ -21,6 +22,90 @@ const (
 	stepKill      = "kill"
 	stepDestroy   = "destroy"
 )
+
+// beginStop starts the stop sequence for op, in one of the stopping states: next
+// says what follows it. A stop already in progress goes on (a later Kill still
+// applies); without a running process nothing is signalled.
+func (l *loop) beginStop(op StopOp, next state) bool {
+	switch l.state {
+	case stateShuttingDown:
+		l.joinStop(op, stateShuttingDown) // a Shutdown in progress is never undone
+		return false
+	case stateStopping, stateRestarting, stateDeadlineStopping:
+		l.joinStop(op, next)
+		return false
+	}
+	l.stopTimer()
+	if l.initCancel != nil {
+		l.initCancel()
+		l.initCancel, l.initDone = nil, nil
+	}
+	l.stopHealth()
+	l.st.NextStartAt = nil
+	l.st.Ready.Set(false, status.ReasonStopping, "", time.Now())
+	l.destroyAfter = nil
+	var destroy *spec.Policy
+	if op.Destroy {
+		destroy = l.sc.DestroyPolicy
+	}
+	if l.proc == nil && destroy == nil {
+		// Nothing to signal: an IGNORE container has reached its TERM at once. A WAIT
+		// container is not counted by the barrier, so it must not arrive: that would
+		// open the barrier before an IGNORE container still in its handler.
+		if l.sc.TermBarrier != spec.BarrierWait {
+			arriveAll(op.Barriers)
+		}
+		return l.finishStop(next)
+	}
+	l.stop = newStopRun(l, op, destroy)
+	l.setState(next)
+	go l.stop.run()
+	return false
+}
+
+// joinStop makes the stop in progress part of op too: it arrives at op's barrier,
+// op's kill applies to it, and op's destroy runs after it if it has none.
+func (l *loop) joinStop(op StopOp, next state) {
+	l.setState(next)
+	for _, b := range op.Barriers {
+		l.stop.addBarrier(b)
+	}
+	l.stop.addKill(op.Kill)
+	if op.Destroy && l.stop.destroy == nil && l.sc.DestroyPolicy != nil && l.destroyAfter == nil {
+		// The running sequence has joined op's barrier: the destroy must not
+		// arrive again.
+		op.Barriers = nil
+		l.destroyAfter = &op
+	}
+}
+
+// finishStop moves on from a stop that ended in the stopping state how; it reports
+// whether the loop is finished.
+func (l *loop) finishStop(how state) bool {
+	now := time.Now()
+	if l.proc == nil {
+		l.st.Alive.Set(false, status.ReasonStopped, "", now)
+	}
+	switch how {
+	case stateShuttingDown:
+		l.st.Ready.Set(false, status.ReasonStopped, "", now)
+		l.setState(stateStopped)
+		return true
+	case stateRestarting:
+		l.st.TargetState = spec.TargetActive
+		l.fails = 0
+		l.begin()
+		return false
+	case stateDeadlineStopping:
+		l.deadlineExit()
+		return false
+	default:
+		reason, msg := removedReason(l.st)
+		l.st.Ready.Set(true, reason, msg, now)
+		l.setState(stateStopped)
+		return false
+	}
+}
 
 // stopEvent reports progress of a stop sequence to the container's loop.
 type stopEvent struct {

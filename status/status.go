@@ -51,13 +51,13 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 // Condition is a Kubernetes-style condition: "True" or "False" with why and since when.
 type Condition struct {
 	Status             string `json:"status"`
-	Reason             string `json:"reason"`
+	Reason             Reason `json:"reason"`
 	Message            string `json:"message"`
 	LastTransitionTime Time   `json:"last_transition_time"`
 }
 
 // NewCondition returns a condition that became ok at now.
-func NewCondition(ok bool, reason, message string, now time.Time) Condition {
+func NewCondition(ok bool, reason Reason, message string, now time.Time) Condition {
 	return Condition{Status: boolString(ok), Reason: reason, Message: message, LastTransitionTime: At(now)}
 }
 
@@ -66,7 +66,7 @@ func (c Condition) True() bool { return c.Status == "True" }
 
 // Set moves the condition to ok with reason and message; the transition time changes
 // only when the status itself changes. It reports whether anything changed.
-func (c *Condition) Set(ok bool, reason, message string, now time.Time) bool {
+func (c *Condition) Set(ok bool, reason Reason, message string, now time.Time) bool {
 	s := boolString(ok)
 	if c.Status == s && c.Reason == reason && c.Message == message {
 		return false
@@ -77,6 +77,44 @@ func (c *Condition) Set(ok bool, reason, message string, now time.Time) bool {
 	c.Status, c.Reason, c.Message = s, reason, message
 	return true
 }
+
+// Reason is why a condition is what it is: one word in CamelCase, as Kubernetes
+// writes them, that clients compare (the supervisor tells a container that gave up
+// from one whose dependency failed by it).
+type Reason string
+
+// Reasons of a container's alive and ready conditions (docs/reference.md "The status document").
+const (
+	ReasonNotStarted           Reason = "NotStarted"           // it has not started yet
+	ReasonWaiting              Reason = "Waiting"              // for its depends_on conditions
+	ReasonRunning              Reason = "Running"              // alive; ready without a readiness probe
+	ReasonStartupProbe         Reason = "StartupProbe"         // the startup probe has not passed yet
+	ReasonNotProbed            Reason = "NotProbed"            // the readiness probe has not passed yet
+	ReasonNotReady             Reason = "NotReady"             // no readiness signal yet
+	ReasonReady                Reason = "Ready"                // the readiness probe passed
+	ReasonReadinessProbeFailed Reason = "ReadinessProbeFailed" // the readiness probe failed
+	ReasonLivenessProbeFailed  Reason = "LivenessProbeFailed"  // the liveness probe failed
+	ReasonKilled               Reason = "Killed"               // tend killed it (liveness, startup, watchdog)
+	ReasonExited               Reason = "Exited"               // the process exited
+	ReasonStopping             Reason = "Stopping"             // a stop runs (of the instance too)
+	ReasonStopped              Reason = "Stopped"              // a stop ended
+	ReasonStoppedByRequest     Reason = "StoppedByRequest"     // tend stop
+	ReasonRemoved              Reason = "Removed"              // target_state removed
+	ReasonRestartLimit         Reason = "RestartLimit"         // restart_policy.max_failures gave up
+	ReasonDependencyFailed     Reason = "DependencyFailed"     // a depends_on condition can no longer hold
+)
+
+// Reasons of the instance's installed and ready conditions (docs/reference.md "The status document").
+const (
+	ReasonPreparing            Reason = "Preparing"
+	ReasonPrepared             Reason = "Prepared"
+	ReasonPrepareFailed        Reason = "PrepareFailed"
+	ReasonInitContainerFailing Reason = "InitContainerFailing"
+	ReasonResourcesFailing     Reason = "ResourcesFailing"
+	ReasonNotInstalled         Reason = "NotInstalled"
+	ReasonContainersReady      Reason = "ContainersReady"
+	ReasonContainersNotReady   Reason = "ContainersNotReady"
+)
 
 func boolString(ok bool) string {
 	if ok {
@@ -144,12 +182,15 @@ const (
 	Succeeded    State = "succeeded" // an init container that exited 0
 )
 
+// InstanceState is the state of the instance as a whole.
+type InstanceState string
+
 // Instance states (docs/reference.md "The status document").
 const (
-	InstancePreparing = "preparing"
-	InstanceRunning   = "running"
-	InstanceStopping  = "stopping"
-	InstanceStopped   = "stopped"
+	InstancePreparing InstanceState = "preparing"
+	InstanceRunning   InstanceState = "running"
+	InstanceStopping  InstanceState = "stopping"
+	InstanceStopped   InstanceState = "stopped"
 )
 
 // Resource is the status of a static resource (docs/reference.md "Resources").
@@ -175,7 +216,7 @@ type DynamicResource struct {
 type Document struct {
 	Instance         string            `json:"instance"`
 	Revision         string            `json:"revision"`
-	State            string            `json:"state"`
+	State            InstanceState     `json:"state"`
 	Installed        Condition         `json:"installed"`
 	Ready            Condition         `json:"ready"`
 	InitContainers   []InitContainer   `json:"init_containers"`

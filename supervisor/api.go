@@ -270,7 +270,7 @@ func (sv *Supervisor) serveReady(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusServiceUnavailable)
-	msg := doc.Ready.Reason
+	msg := string(doc.Ready.Reason)
 	if doc.Ready.Message != "" {
 		msg += ": " + doc.Ready.Message
 	}

@@ -13,10 +13,6 @@ import (
 // depends_on (docs/reference.md "depends_on"): the main loop starts a waiting container once its
 // conditions hold, and stops containers in reverse order of their dependencies.
 
-// reasonDependencyFailed is the ready reason of a container failed by Fail: it tells
-// such a container from one whose restart limit gave up.
-const reasonDependencyFailed = "DependencyFailed"
-
 // dependencies are c's depends_on as the current spec says: a reload may change those
 // of a container it keeps running. A container the spec no longer has keeps its own.
 func (sv *Supervisor) dependencies(c *container.Container) []spec.Dependency {
@@ -129,7 +125,7 @@ func neverHolds(d spec.Dependency, st status.Container) string {
 	case st.State == status.Failed:
 		msg := st.Ready.Message
 		if msg == "" {
-			msg = st.Ready.Reason
+			msg = string(st.Ready.Reason)
 		}
 		return fmt.Sprintf("dependency %s failed: %s", d.Name, msg)
 	case st.State != status.Completed || st.LastExit == nil:

@@ -63,7 +63,7 @@ func (sv *Supervisor) resourceStatus(doc *status.Document) {
 	doc.Resources, doc.DynamicResources = sv.res.mgr.Status()
 	if doc.State == status.InstancePreparing && !doc.Installed.True() {
 		if why := sv.res.mgr.Failing(); why != "" {
-			doc.Installed.Reason = "ResourcesFailing"
+			doc.Installed.Reason = status.ReasonResourcesFailing
 			doc.Installed.Message = why
 		}
 	}

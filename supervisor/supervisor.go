@@ -99,7 +99,7 @@ type Supervisor struct {
 	mu         sync.Mutex // guards the fields below, read by the API
 	spec       *spec.Spec
 	revision   string
-	state      string
+	state      status.InstanceState
 	installed  status.Condition
 	ready      status.Condition
 	inits      []status.InitContainer
@@ -125,8 +125,8 @@ func New(s *spec.Spec, opts Options) *Supervisor {
 		spec:        s,
 		revision:    s.Revision(),
 		state:       status.InstancePreparing,
-		installed:   status.NewCondition(false, "Preparing", "", now),
-		ready:       status.NewCondition(false, "Preparing", "", now),
+		installed:   status.NewCondition(false, status.ReasonPreparing, "", now),
+		ready:       status.NewCondition(false, status.ReasonPreparing, "", now),
 	}
 	for _, ic := range s.InitContainers {
 		sv.inits = append(sv.inits, status.InitContainer{Name: ic.Name, State: status.Waiting})
@@ -297,14 +297,14 @@ func (sv *Supervisor) prepared(err error) *ending {
 			err = fmt.Errorf("preparing took longer than instance.init_timeout_ms (%v)", spec.Ms(sv.spec.Instance.InitTimeoutMs))
 		}
 		sv.setInstance(status.InstanceStopped, func() {
-			sv.installed.Set(false, "PrepareFailed", err.Error(), time.Now())
+			sv.installed.Set(false, status.ReasonPrepareFailed, err.Error(), time.Now())
 		})
 		sv.log.Error().Err(err).Msg("preparing failed")
 		return &ending{1, &ExitError{err}}
 	}
 	now := time.Now()
 	sv.setInstance(status.InstanceRunning, func() {
-		sv.installed.Set(true, "Prepared", "", now)
+		sv.installed.Set(true, status.ReasonPrepared, "", now)
 	})
 	return nil
 }
@@ -444,11 +444,11 @@ func (sv *Supervisor) initFinished(i int, e proc.Exit, retryIn time.Duration) {
 		attempts = st.Attempts
 		if e.Success() {
 			st.State = status.Succeeded
-			sv.installed.Set(false, "Preparing", "", now)
+			sv.installed.Set(false, status.ReasonPreparing, "", now)
 			return
 		}
 		st.State = status.Backoff
-		sv.installed.Set(false, "InitContainerFailing",
+		sv.installed.Set(false, status.ReasonInitContainerFailing,
 			fmt.Sprintf("%s: %s (try %d), next try in %v", name, e, st.Attempts, retryIn.Round(time.Millisecond)), now)
 	})
 	ev := sv.log.Info()
@@ -466,7 +466,7 @@ func (sv *Supervisor) setInit(i int, f func(*status.InitContainer)) {
 }
 
 // setInstance changes the instance state (and whatever f changes) under the lock.
-func (sv *Supervisor) setInstance(state string, f func()) {
+func (sv *Supervisor) setInstance(state status.InstanceState, f func()) {
 	sv.mu.Lock()
 	sv.state = state
 	if f != nil {
@@ -510,11 +510,11 @@ func (sv *Supervisor) snapshotsLocked() []status.Container {
 func (sv *Supervisor) refreshReadyLocked(cs []status.Container, now time.Time) {
 	switch {
 	case !sv.installed.True():
-		sv.ready.Set(false, "NotInstalled", sv.installed.Message, now)
+		sv.ready.Set(false, status.ReasonNotInstalled, sv.installed.Message, now)
 		return
 	case sv.state == status.InstanceStopping || sv.state == status.InstanceStopped:
 		// An instance on its way out takes no traffic, before its containers say so.
-		sv.ready.Set(false, "Stopping", "the instance is "+sv.state, now)
+		sv.ready.Set(false, status.ReasonStopping, "the instance is "+string(sv.state), now)
 		return
 	}
 	var notReady []string
@@ -522,16 +522,16 @@ func (sv *Supervisor) refreshReadyLocked(cs []status.Container, now time.Time) {
 		if !st.Ready.True() && !succeeded(st) {
 			msg := st.Ready.Message
 			if msg == "" {
-				msg = st.Ready.Reason
+				msg = string(st.Ready.Reason)
 			}
 			notReady = append(notReady, st.Name+": "+msg)
 		}
 	}
 	if len(notReady) == 0 {
-		sv.ready.Set(true, "ContainersReady", "", now)
+		sv.ready.Set(true, status.ReasonContainersReady, "", now)
 		return
 	}
-	sv.ready.Set(false, "ContainersNotReady", joinLimited(notReady, "; "), now)
+	sv.ready.Set(false, status.ReasonContainersNotReady, joinLimited(notReady, "; "), now)
 }
 
 // succeeded reports whether a container finished its work: completed with exit 0. It
@@ -596,7 +596,7 @@ func (sv *Supervisor) gaveUp() (string, int, bool) {
 		if c.Spec().RestartPolicy.OnGiveUp != spec.GiveUpShutdown {
 			continue
 		}
-		if st := c.Status(); st.State == status.Failed && st.Ready.Reason != reasonDependencyFailed {
+		if st := c.Status(); st.State == status.Failed && st.Ready.Reason != status.ReasonDependencyFailed {
 			return c.Name(), failedCode(st), true
 		}
 	}

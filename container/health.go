@@ -12,7 +12,6 @@ import (
 	"github.com/tend-sh/tend/internal/stall"
 	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/probes"
-	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -22,9 +21,11 @@ import (
 // (http_get, tcp_socket, exec) run in package probes; the other kinds are signals of
 // the process itself: READY=1 on the notify socket, a newline on its notification
 // descriptor, or an output line that matches log_line. All of them reach the loop as
-// events tagged with the run they are about.
+// events tagged with the run they are about. This file starts and stops what watches
+// a run (probes, signals, the watchdog and the deadline); events.go takes what they
+// report.
 
-// signalKind is where a readiness signal came from.
+// readySignal is a readiness signal of a run, and where it came from.
 type readySignal struct {
 	run     uint64
 	startup bool   // for the startup probe (else the readiness probe)
@@ -143,7 +144,7 @@ func (l *loop) startHealth() {
 	l.health.startupPassed = l.sc.StartupProbe == nil
 	now := time.Now()
 	if sp := l.sc.StartupProbe; sp != nil {
-		l.st.Ready.Set(false, "StartupProbe", "startup probe has not succeeded yet", now)
+		l.st.Ready.Set(false, status.ReasonStartupProbe, "startup probe has not succeeded yet", now)
 		if probes.Polled(sp) {
 			sctx, scancel := context.WithCancel(ctx)
 			l.health.startupCancel = scancel
@@ -171,14 +172,14 @@ func (l *loop) startRunProbes(ctx context.Context) {
 	rp := l.sc.ReadinessProbe
 	switch {
 	case rp == nil:
-		l.st.Ready.Set(true, "Running", "", now)
+		l.st.Ready.Set(true, status.ReasonRunning, "", now)
 	case probes.Polled(rp):
-		l.st.Ready.Set(false, "NotProbed", "readiness probe has not succeeded yet", now)
+		l.st.Ready.Set(false, status.ReasonNotProbed, "readiness probe has not succeeded yet", now)
 		probes.Start(ctx, probes.Readiness, rp, l.target(), l.runID, l.probeEvents)
 	case l.health.readyPending:
-		l.st.Ready.Set(true, "Ready", "", now)
+		l.st.Ready.Set(true, status.ReasonReady, "", now)
 	default:
-		l.st.Ready.Set(false, "NotReady", "waiting for "+waitsFor(rp), now)
+		l.st.Ready.Set(false, status.ReasonNotReady, "waiting for "+waitsFor(rp), now)
 	}
 }
 
@@ -236,36 +237,14 @@ func (l *loop) startupPassed(how string) {
 	l.publish()
 }
 
-func (l *loop) onStartupProbe(ev probes.Event) {
-	switch {
-	case l.health.startupPassed:
-	case ev.Healthy:
-		l.startupPassed("probe")
-	case ev.Failed && l.killReason == "":
-		l.kill("startup probe failed: " + ev.Result.Detail)
-	}
-}
-
 // kill SIGKILLs the process group for reason (its last_exit reason); the restart
 // policy takes it from there.
 func (l *loop) kill(reason string) {
 	l.killReason = reason
 	l.log.Warn().Str("reason", reason).Msg("killing the process group")
-	l.st.Alive.Set(false, "Killed", reason, time.Now())
+	l.st.Alive.Set(false, status.ReasonKilled, reason, time.Now())
 	_ = l.proc.SignalGroup(syscall.SIGKILL)
 	l.publish()
-}
-
-// onReadySignal handles READY=1, a notification newline or a matching line.
-func (l *loop) onReadySignal(sig readySignal) {
-	if l.state != status.Running || sig.run != l.runID {
-		return
-	}
-	if sig.startup {
-		l.startupPassed(sig.what)
-		return
-	}
-	l.becomeReady(sig.what)
 }
 
 // becomeReady makes the container ready by a signal of its readiness probe; one that
@@ -275,38 +254,8 @@ func (l *loop) becomeReady(what string) {
 		l.health.readyPending = true
 		return
 	}
-	if l.st.Ready.Set(true, "Ready", "", time.Now()) {
+	if l.st.Ready.Set(true, status.ReasonReady, "", time.Now()) {
 		l.log.Info().Str("by", what).Msg("ready")
-		l.publish()
-	}
-}
-
-// onNotify handles a datagram on the notify socket.
-func (l *loop) onNotify(m notifyMsg) {
-	if l.state != status.Running || m.run != l.runID || !l.believe(m) {
-		return
-	}
-	np := notifyProbe(l.sc)
-	changed := false
-	if v, ok := m.keys["STATUS"]; ok && v != l.st.StatusText {
-		l.st.StatusText = v
-		changed = true
-	}
-	if m.keys["READY"] == "1" {
-		if np == l.sc.StartupProbe {
-			l.startupPassed("READY=1")
-		} else {
-			l.becomeReady("READY=1")
-		}
-	}
-	if m.keys["STOPPING"] == "1" && np == l.sc.ReadinessProbe {
-		l.health.readyPending = false
-		changed = l.st.Ready.Set(false, "Stopping", "the process sent STOPPING=1", time.Now()) || changed
-	}
-	if m.keys["WATCHDOG"] == "1" && l.watchdog != nil {
-		l.watchdog.Reset(time.Duration(l.watchdogMs()) * time.Millisecond)
-	}
-	if changed {
 		l.publish()
 	}
 }
@@ -325,47 +274,4 @@ func (l *loop) believe(m notifyMsg) bool {
 	}
 	l.log.Debug().Int("pid", m.pid).Int("pgrp", m.pgrp).Msg("notify message from outside the container ignored")
 	return false
-}
-
-// onWatchdog kills a process whose watchdog_ms passed without a WATCHDOG=1, unless
-// the timer fired late: then tend was frozen, the WATCHDOG=1s the process sent
-// meanwhile wait unread on the notify socket, and a fresh period lets them be read
-// before anything is judged.
-func (l *loop) onWatchdog() {
-	switch {
-	case l.state != status.Running || l.killReason != "":
-		l.watchdogC = nil // the run is ending: nothing to watch
-	case l.watchdog.FiredLate():
-		l.log.Warn().Msg("the watchdog timer fired late, tend was frozen: a fresh watchdog period")
-		l.watchdog.Reset(time.Duration(l.watchdogMs()) * time.Millisecond)
-	default:
-		l.watchdogC = nil
-		l.kill(fmt.Sprintf("watchdog timeout: no WATCHDOG=1 for %d ms", l.watchdogMs()))
-	}
-}
-
-// onDeadline stops a run longer than max_run_ms through the stop sequence; it counts
-// as a failure whatever its length.
-func (l *loop) onDeadline() bool {
-	l.deadlineC = nil
-	if l.state != status.Running {
-		return false
-	}
-	l.log.Warn().Dur("max_run_ms", spec.Ms(l.sc.MaxRunMs)).Msg("deadline exceeded: stopping")
-	return l.beginStop(StopOp{}, afterDeadline)
-}
-
-// deadlineExit decides what follows a run stopped at its deadline: its exit counts
-// as a failure (code 1 if it was 0, for a job's exit code), then the restart policy.
-func (l *loop) deadlineExit() {
-	x := l.st.LastExit
-	if x == nil {
-		x = ExitStatus(proc.Exit{Code: 1}, "", time.Now())
-	}
-	x.Reason = "deadline exceeded"
-	if x.Code == 0 {
-		x.Code = 1
-	}
-	l.st.LastExit = x
-	l.restartOrEnd(l.sc.RestartPolicy.Mode != spec.ModeNever, l.fails+1)
 }

@@ -1,0 +1,378 @@
+package container
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/tend-sh/tend/probes"
+	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
+)
+
+// Every event of the loop is handled here, each by a switch on the loop's state;
+// an event that came too late for the state (a timer of a backoff a command ended, a
+// probe result of an earlier run) is ignored. Handlers that can end the loop report
+// whether it has ended.
+
+// onCommand handles a command of the supervisor or the API.
+func (l *loop) onCommand(cmd command) bool {
+	switch cmd.kind {
+	case cmdSignal:
+		if l.proc != nil {
+			_ = l.proc.Signal(cmd.signal)
+		}
+	case cmdShutdown:
+		return l.beginStop(cmd.op, stateShuttingDown)
+	case cmdStop:
+		l.st.TargetState = spec.TargetRemoved
+		if cmd.request {
+			l.st.StoppedByRequest = true
+		}
+		return l.beginStop(StopOp{}, stateStopping)
+	case cmdStart:
+		l.st.TargetState = spec.TargetActive
+		l.st.StoppedByRequest = false
+		l.onStart()
+		l.publish()
+	case cmdRestart:
+		l.st.TargetState = spec.TargetActive
+		l.st.StoppedByRequest = false
+		return l.onRestart()
+	case cmdHold:
+		l.onHold(cmd.waitingFor)
+	case cmdProceed:
+		l.onProceed()
+	case cmdFail:
+		l.onFail(cmd.reason)
+	}
+	return false
+}
+
+// onStart starts a container that is not running; a requested start is a fresh
+// start: the backoff of earlier crashes does not carry over.
+func (l *loop) onStart() {
+	switch l.state {
+	case stateStopping:
+		l.setState(stateRestarting)
+	case stateStopped, stateCompleted, stateFailed:
+		l.fails = 0
+		l.begin()
+	case stateBackoff:
+		l.fails = 0
+		l.stopTimer()
+		l.startProcess()
+	default:
+		// Running, initializing or waiting: started already (or about to). A stop
+		// that restarts, shuts down or ends a deadline goes on as it is.
+	}
+}
+
+// onRestart stops a running container and starts it again; one that is not running
+// starts as by onStart, and a stop in progress (not a shutdown) starts it again when
+// it ends.
+func (l *loop) onRestart() bool {
+	switch l.state {
+	case stateRunning:
+		return l.beginStop(StopOp{}, stateRestarting)
+	case stateStopping, stateDeadlineStopping:
+		l.setState(stateRestarting)
+	case stateStopped, stateCompleted, stateFailed, stateWaiting:
+		l.fails = 0
+		l.st.WaitingFor = []string{}
+		l.begin()
+	case stateBackoff:
+		l.fails = 0 // a fresh start, as after restarting a running container
+		l.stopTimer()
+		l.startProcess()
+	default:
+		// Initializing: it is about to start anyway. Restarting or shutting down:
+		// a shutdown in progress is never undone.
+	}
+	l.publish()
+	return false
+}
+
+// onHold makes the container wait for its depends_on conditions.
+func (l *loop) onHold(waitingFor []string) {
+	switch l.state {
+	case stateStopped, stateCompleted, stateFailed:
+		l.st.TargetState = spec.TargetActive
+		l.st.StoppedByRequest = false
+		l.fails = 0
+		l.st.Ready.Set(false, status.ReasonWaiting, "waiting for its depends_on conditions", time.Now())
+		l.st.WaitingFor = waitingFor
+		l.setState(stateWaiting)
+	case stateWaiting:
+		l.st.WaitingFor = waitingFor
+		l.publish()
+	default:
+		// Started already: its conditions held.
+	}
+}
+
+// onProceed begins a waiting container: its depends_on conditions hold.
+func (l *loop) onProceed() {
+	switch l.state {
+	case stateWaiting:
+		l.st.WaitingFor = []string{}
+		l.begin()
+	default:
+		// Started or stopped meanwhile.
+	}
+}
+
+// onFail fails a waiting container: a depends_on condition can no longer hold.
+func (l *loop) onFail(reason string) {
+	switch l.state {
+	case stateWaiting:
+		l.st.WaitingFor = []string{}
+		l.fail(status.ReasonDependencyFailed, reason)
+	default:
+		// Started or stopped meanwhile.
+	}
+}
+
+// onInitDone takes the result of the init commands.
+func (l *loop) onInitDone(err error) {
+	l.initDone, l.initCancel = nil, nil
+	switch l.state {
+	case stateInitializing:
+		if err != nil {
+			return // cancelled: only a stop cancels them, and it moves the state on
+		}
+		l.initialized = true
+		l.log.Info().Msg("init commands done")
+		l.startProcess()
+	default:
+		// A stop cancelled the init commands and already moved the state on.
+	}
+}
+
+// onTimer ends a backoff.
+func (l *loop) onTimer() {
+	l.timerC = nil
+	switch l.state {
+	case stateBackoff:
+		l.startProcess()
+	default:
+		// A timer of a backoff that a command or a stop already ended.
+	}
+}
+
+// onExit handles the end of the running process.
+func (l *loop) onExit() {
+	p := l.proc
+	e := p.Exit()
+	ran := time.Since(l.startedAt)
+	// Whatever the process left behind in its group dies with it, as an init
+	// container's leftovers do and as a Kubernetes container's would: otherwise every
+	// restart would leave processes, and the output pipes they hold open (with their
+	// copiers) in tend, behind.
+	_ = p.SignalGroup(syscall.SIGKILL)
+	l.proc, l.procDone = nil, nil
+	l.st.Pid = nil
+	l.stopHealth()
+	switch l.state {
+	case stateStopping, stateRestarting, stateShuttingDown, stateDeadlineStopping:
+		// Record the exit; the stop sequence sees it too and finishes.
+		l.recordExit(e, "")
+		l.log.Info().Str("exit", l.st.LastExit.Reason).Int("code", l.st.LastExit.Code).Dur("ran_ms", ran).Msg("exited while stopping")
+		now := time.Now()
+		l.st.Alive.Set(false, status.ReasonStopped, "", now)
+		l.st.Ready.Set(false, status.ReasonStopping, "", now)
+		l.publish()
+	default:
+		l.afterExit(e, ran)
+	}
+}
+
+// onProbe takes a result of a polled probe of the current run.
+func (l *loop) onProbe(ev probes.Event) {
+	switch l.state {
+	case stateRunning:
+		if ev.Run != l.runID {
+			return // a late result of an earlier run
+		}
+	default:
+		return // probes already stopped
+	}
+	if ev.Kind == probes.Startup {
+		l.onStartupProbe(ev)
+		return
+	}
+	// Publish only what changed: checks pass many times a second across an
+	// instance, and every publication makes the supervisor look at every container.
+	changed := false
+	switch ev.Kind {
+	case probes.Liveness:
+		changed = l.onLiveness(ev)
+	case probes.Readiness:
+		changed = l.onReadiness(ev)
+	}
+	if changed {
+		l.publish()
+	}
+}
+
+// onStartupProbe takes a startup probe's result (onProbe checked the state).
+func (l *loop) onStartupProbe(ev probes.Event) {
+	switch {
+	case l.health.startupPassed:
+	case ev.Healthy:
+		l.startupPassed("probe")
+	case ev.Failed && l.killReason == "":
+		l.kill("startup probe failed: " + ev.Result.Detail)
+	}
+}
+
+// onLiveness records a liveness result (onProbe checked the state); after
+// failure_threshold failures in a row (ev.Failed) the process group is SIGKILLed and
+// restarted by the policy.
+func (l *loop) onLiveness(ev probes.Event) bool {
+	now := time.Now()
+	if ev.Result.OK {
+		return l.st.Alive.Set(true, status.ReasonRunning, "", now)
+	}
+	msg := "liveness probe failed: " + ev.Result.Detail
+	changed := l.st.Alive.Set(false, status.ReasonLivenessProbeFailed, msg, now)
+	if ev.Failed && l.killReason == "" {
+		l.kill(msg)
+	}
+	return changed
+}
+
+// onReadiness records a readiness result (onProbe checked the state).
+func (l *loop) onReadiness(ev probes.Event) bool {
+	now := time.Now()
+	if ev.Healthy {
+		return l.st.Ready.Set(true, status.ReasonReady, "", now)
+	}
+	msg := "readiness probe failed"
+	if ev.Result.Detail != "" {
+		msg += ": " + ev.Result.Detail
+	}
+	return l.st.Ready.Set(false, status.ReasonReadinessProbeFailed, msg, now)
+}
+
+// onReadySignal handles READY=1, a notification newline or a matching line.
+func (l *loop) onReadySignal(sig readySignal) {
+	switch l.state {
+	case stateRunning:
+		switch {
+		case sig.run != l.runID:
+			// A signal of an earlier run.
+		case sig.startup:
+			l.startupPassed(sig.what)
+		default:
+			l.becomeReady(sig.what)
+		}
+	default:
+		// The run it is about has ended.
+	}
+}
+
+// onNotify handles a datagram on the notify socket.
+func (l *loop) onNotify(m notifyMsg) {
+	switch l.state {
+	case stateRunning:
+		if m.run == l.runID && l.believe(m) {
+			l.notified(m.keys)
+		}
+	default:
+		// The run it is about has ended.
+	}
+}
+
+// notified applies the keys of a believed notify message (onNotify checked the state).
+func (l *loop) notified(keys map[string]string) {
+	np := notifyProbe(l.sc)
+	changed := false
+	if v, ok := keys["STATUS"]; ok && v != l.st.StatusText {
+		l.st.StatusText = v
+		changed = true
+	}
+	if keys["READY"] == "1" {
+		if np == l.sc.StartupProbe {
+			l.startupPassed("READY=1")
+		} else {
+			l.becomeReady("READY=1")
+		}
+	}
+	if keys["STOPPING"] == "1" && np == l.sc.ReadinessProbe {
+		l.health.readyPending = false
+		changed = l.st.Ready.Set(false, status.ReasonStopping, "the process sent STOPPING=1", time.Now()) || changed
+	}
+	if keys["WATCHDOG"] == "1" && l.watchdog != nil {
+		l.watchdog.Reset(time.Duration(l.watchdogMs()) * time.Millisecond)
+	}
+	if changed {
+		l.publish()
+	}
+}
+
+// onWatchdog kills a process whose watchdog_ms passed without a WATCHDOG=1, unless
+// the timer fired late: then tend was frozen, the WATCHDOG=1s the process sent
+// meanwhile wait unread on the notify socket, and a fresh period lets them be read
+// before anything is judged.
+func (l *loop) onWatchdog() {
+	switch l.state {
+	case stateRunning:
+		switch {
+		case l.killReason != "":
+			l.watchdogC = nil // the run is ending: nothing to watch
+		case l.watchdog.FiredLate():
+			l.log.Warn().Msg("the watchdog timer fired late, tend was frozen: a fresh watchdog period")
+			l.watchdog.Reset(time.Duration(l.watchdogMs()) * time.Millisecond)
+		default:
+			l.watchdogC = nil
+			l.kill(fmt.Sprintf("watchdog timeout: no WATCHDOG=1 for %d ms", l.watchdogMs()))
+		}
+	default:
+		l.watchdogC = nil // the run has ended: nothing to watch
+	}
+}
+
+// onDeadline stops a run longer than max_run_ms through the stop sequence; it counts
+// as a failure whatever its length.
+func (l *loop) onDeadline() bool {
+	l.deadlineC = nil
+	switch l.state {
+	case stateRunning:
+		l.log.Warn().Dur("max_run_ms", spec.Ms(l.sc.MaxRunMs)).Msg("deadline exceeded: stopping")
+		return l.beginStop(StopOp{}, stateDeadlineStopping)
+	default:
+		return false // the run it was about has ended
+	}
+}
+
+// onStopEvent tracks the stop sequence: a step to show, or its end.
+func (l *loop) onStopEvent(ev stopEvent) bool {
+	switch l.state {
+	case stateStopping, stateRestarting, stateShuttingDown, stateDeadlineStopping:
+		if ev.run != l.stop {
+			return false // an event of a sequence that has ended
+		}
+	default:
+		return false
+	}
+	if !ev.done {
+		l.st.StopStep = ev.step
+		l.publish()
+		return false
+	}
+	if l.proc != nil {
+		// A stop ends only after the exit; take it before the loop's own select does.
+		<-l.procDone
+		l.onExit()
+	}
+	l.stop = nil
+	l.st.StopStep = ""
+	if op := l.destroyAfter; op != nil {
+		l.destroyAfter = nil
+		l.stop = newStopRun(l, *op, l.sc.DestroyPolicy)
+		go l.stop.run()
+		return false
+	}
+	return l.finishStop(l.state)
+}

@@ -1,0 +1,36 @@
+package status
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// Reasons and instance states are typed, but the document's JSON is what it was
+// with plain strings: clients parse it.
+func TestDocumentJSONOfTypedReasonsAndStates(t *testing.T) {
+	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	doc := Document{
+		Instance:       "demo",
+		State:          InstanceRunning,
+		Installed:      NewCondition(true, ReasonPrepared, "", at),
+		Ready:          NewCondition(false, ReasonContainersNotReady, "web: not ready", at),
+		InitContainers: []InitContainer{},
+		Containers:     []Container{},
+	}
+	got, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"instance":"demo","revision":"","state":"running",` +
+		`"installed":{"status":"True","reason":"Prepared","message":"","last_transition_time":"2024-05-01T12:00:00.000Z"},` +
+		`"ready":{"status":"False","reason":"ContainersNotReady","message":"web: not ready","last_transition_time":"2024-05-01T12:00:00.000Z"},` +
+		`"init_containers":[],"containers":[],"reload_error":"","console_dropped_lines":0}`
+	if string(got) != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	var back Document
+	if err := json.Unmarshal(got, &back); err != nil || back.State != InstanceRunning || back.Ready.Reason != ReasonContainersNotReady {
+		t.Fatalf("read back: %+v, %v", back, err)
+	}
+}
