@@ -1,7 +1,7 @@
 // Package supervisor owns the instance: preparing it (init containers), the set of
-// containers, shutdown behind the TERM barrier, reload, signals, the status document,
-// the API and the reporter. One goroutine (Run's) makes every decision; the API and
-// signal handlers only send it requests.
+// containers, shutdown behind the TERM barrier, reload, signals, the status document
+// and the kept output. One goroutine (Run's) makes every decision; the API (package
+// api, which it starts) and signal handlers only send it requests.
 package supervisor
 
 import (
@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tend-sh/tend/api"
 	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/proc"
@@ -92,9 +93,9 @@ type Supervisor struct {
 	cancelReload context.CancelFunc
 
 	// Owned by the main loop.
-	reloading  bool
-	pending    []request     // requests that arrived during a reload, handled after it
-	reportKick chan struct{} // nil without --report-url
+	reloading bool
+	pending   []request     // requests that arrived during a reload, handled after it
+	reporter  *api.Reporter // nil without --report-url
 
 	mu         sync.Mutex // guards the fields below, read by the API
 	spec       *spec.Spec
@@ -107,7 +108,7 @@ type Supervisor struct {
 	waiting    []status.Container // what status shows of the containers while preparing
 	reloadErr  string
 	res        *resourceState // nil until preparing starts; see resources.go
-	logs       *logHub        // the output kept for GET /v1/logs (logs.go)
+	logs       *logHub        // the output kept for GET /v1/logs (loghub.go)
 }
 
 // New returns a supervisor for s.
@@ -143,11 +144,8 @@ func (sv *Supervisor) notify() {
 	case sv.changed <- struct{}{}:
 	default:
 	}
-	if sv.reportKick != nil {
-		select {
-		case sv.reportKick <- struct{}{}:
-		default:
-		}
+	if sv.reporter != nil {
+		sv.reporter.Kick()
 	}
 }
 
@@ -172,14 +170,14 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 		return 1, &ExitError{err}
 	}
 	defer lock.release()
-	api, err := sv.startAPI()
+	srv, err := sv.startAPI()
 	if err != nil {
 		return 1, &ExitError{err}
 	}
-	defer api.close()
+	defer srv.Close()
 	if sv.opts.ReportURL != "" {
-		stopReport := sv.startReporter()
-		defer stopReport()
+		sv.reporter = api.StartReporter(sv.opts.ReportURL, sv.opts.ReportInterval, sv.Status, sv.log)
+		defer sv.reporter.Stop()
 	}
 
 	runCtx, cancelRun := context.WithCancel(ctx)
@@ -196,7 +194,7 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 		defer stopWatch()
 	}
 
-	queued, end := sv.preparing(ctx, signals, api)
+	queued, end := sv.preparing(ctx, signals, srv)
 	if end != nil {
 		answerQueued(queued) // reloads queued while preparing never run now
 		return end.code, end.err
@@ -207,7 +205,7 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 	for _, req := range queued {
 		sv.reload(req)
 	}
-	return sv.supervise(ctx, signals, api)
+	return sv.supervise(ctx, signals, srv)
 }
 
 // setUp finishes the process-wide set-up (subreaper, signals) and reads the API
@@ -241,7 +239,7 @@ type ending struct {
 // preparing runs resources and init containers (bounded by init_timeout_ms) while it
 // serves signals and requests. It returns the reloads asked for meanwhile (they run
 // once the containers have started), or how Run ends instead.
-func (sv *Supervisor) preparing(ctx context.Context, signals <-chan os.Signal, api *apiServer) ([]request, *ending) {
+func (sv *Supervisor) preparing(ctx context.Context, signals <-chan os.Signal, srv *api.Server) ([]request, *ending) {
 	sv.log.Info().Str("instance", sv.spec.Instance.Name).Str("revision", sv.revision).Msg("preparing")
 	prepared := make(chan error, 1)
 	prepCtx, cancelPrep := context.WithCancel(sv.runCtx)
@@ -282,7 +280,7 @@ func (sv *Supervisor) preparing(ctx context.Context, signals <-chan os.Signal, a
 			default:
 				req.reply(errPreparing)
 			}
-		case err := <-api.failed:
+		case err := <-srv.Failed():
 			return queued, abort(1, &ExitError{err})
 		case <-ctx.Done():
 			return queued, abort(0, nil)
@@ -330,7 +328,7 @@ func (sv *Supervisor) startContainers() error {
 
 // supervise is the main loop once the containers run: signals, requests, reload
 // steps and status changes, until a shutdown, the end of a job or a failure.
-func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, api *apiServer) (int, error) {
+func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, srv *api.Server) (int, error) {
 	for {
 		select {
 		case sig := <-signals:
@@ -365,7 +363,7 @@ func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, a
 				sv.log.Info().Int("exit_code", code).Msg("every container has finished")
 				return sv.shutdown(signals, code), nil
 			}
-		case err := <-api.failed:
+		case err := <-srv.Failed():
 			sv.log.Error().Err(err).Msg("cannot serve the API; stopping")
 			return sv.shutdown(signals, 1), &ExitError{err}
 		case <-ctx.Done():

@@ -1,4 +1,4 @@
-package supervisor
+package api
 
 import (
 	"net"
@@ -16,8 +16,8 @@ import (
 // silenced standard logger.
 func TestAPIServerErrorsAreLogged(t *testing.T) {
 	var logged testutil.SyncBuffer
-	sv := &Supervisor{log: zerolog.New(&logged)}
-	srv := sv.newServer("127.0.0.1:0", false)
+	a := &Server{log: zerolog.New(&logged), closed: make(chan struct{})}
+	srv := a.newServer("127.0.0.1:0", false)
 	srv.Handler = http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("broken handler") })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,4 +1,4 @@
-package supervisor
+package api
 
 import (
 	"bufio"
@@ -9,77 +9,10 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/tend-sh/tend/output"
-	"github.com/tend-sh/tend/spec"
 )
-
-// logHub holds every container's and init container's output.Ring by name (README "Logs"). A ring outlives
-// the Container objects of its name (restarts, a reload that changes the
-// container), so history and followers carry on; a reload that removes the name
-// drops it.
-type logHub struct {
-	mu     sync.Mutex
-	rings  map[string]*output.Ring
-	wakers output.Wakers // woken when a ring is added
-	closed chan struct{} // the API is shutting down: followers end
-	once   sync.Once
-}
-
-func newLogHub() *logHub {
-	return &logHub{rings: map[string]*output.Ring{}, closed: make(chan struct{})}
-}
-
-// ring is the ring of the container or init container name, created or resized to
-// keep lines.
-func (h *logHub) ring(name string, keep int) *output.Ring {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if r, ok := h.rings[name]; ok {
-		r.Resize(keep)
-		return r
-	}
-	r := output.NewRing(name, keep)
-	h.rings[name] = r
-	h.wakers.Wake()
-	return r
-}
-
-// retain drops the rings of names that are not in s (a reload removed them).
-func (h *logHub) retain(s *spec.Spec) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for name := range h.rings {
-		if !slices.ContainsFunc(s.Containers, func(c spec.Container) bool { return c.Name == name }) &&
-			!slices.ContainsFunc(s.InitContainers, func(c spec.InitContainer) bool { return c.Name == name }) {
-			delete(h.rings, name)
-		}
-	}
-}
-
-// selected is the rings of names (all when empty); an unknown name is an error.
-func (h *logHub) selected(names []string) ([]*output.Ring, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []*output.Ring
-	for name, r := range h.rings {
-		if len(names) == 0 || slices.Contains(names, name) {
-			out = append(out, r)
-		}
-	}
-	for _, n := range names {
-		if h.rings[n] == nil {
-			return nil, fmt.Errorf("no such container %q", n)
-		}
-	}
-	return out, nil
-}
-
-func (h *logHub) watch(wake chan<- struct{}) (stop func()) { return h.wakers.Watch(wake) }
-
-func (h *logHub) close() { h.once.Do(func() { close(h.closed) }) }
 
 // logEntry is one JSON line of GET /v1/logs: a line of output, or how many lines a
 // follower lost because it read slower than the container wrote.
@@ -101,73 +34,64 @@ const defaultLogLines = 100
 // listener (connlimit.go).
 const logBatchBytes = 64 << 10
 
-// serveLogs is GET /v1/logs?container=NAME&lines=N&follow=true (README "Logs"). Its
-// access rule is the mutating endpoints': logs may hold secrets.
-func (sv *Supervisor) serveLogs(trusted bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !trusted {
-			if code, msg := sv.authorize(r); code != 0 {
-				writeJSON(w, code, map[string]string{"error": msg})
-				return
-			}
-		}
-		q := r.URL.Query()
-		n := defaultLogLines
-		if v := q.Get("lines"); v != "" {
-			var err error
-			if n, err = strconv.Atoi(v); err != nil || n < 0 {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "lines: must be a number 0 or more, got " + strconv.Quote(v)})
-				return
-			}
-		}
-		if readers := logReaders(r); readers != nil {
-			select {
-			case readers <- struct{}{}:
-				defer func() { <-readers }()
-			default:
-				w.Header().Set("Retry-After", "1")
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{
-					"error": fmt.Sprintf("too many log readers on this listener (at most %d at once); try again", cap(readers))})
-				return
-			}
-		}
-		names := q["container"]
-		rings, err := sv.logs.selected(names)
-		if err != nil {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+// serveLogs is GET /v1/logs?container=NAME&lines=N&follow=true (README "Logs").
+func (a *Server) serveLogs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	n := defaultLogLines
+	if v := q.Get("lines"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "lines: must be a number 0 or more, got " + strconv.Quote(v)})
 			return
 		}
-		s := &logStream{names: names}
-		if q.Get("follow") == "true" {
-			s.wake = make(chan struct{}, 1)
-			// Watching before the first read: no line falls between the two.
-			defer sv.logs.watch(s.wake)()
-		}
-		defer s.stop()
-		s.begin(rings, n)
-
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		w.WriteHeader(http.StatusOK)
-		out := newLogWriter(w)
-		if !s.drain(out) || s.wake == nil {
-			return
-		}
-		sv.followLogs(r, s, out)
 	}
+	if readers := logReaders(r); readers != nil {
+		select {
+		case readers <- struct{}{}:
+			defer func() { <-readers }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{
+				"error": fmt.Sprintf("too many log readers on this listener (at most %d at once); try again", cap(readers))})
+			return
+		}
+	}
+	names := q["container"]
+	rings, err := a.sv.LogRings(names)
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		return
+	}
+	s := &logStream{names: names}
+	if q.Get("follow") == "true" {
+		s.wake = make(chan struct{}, 1)
+		// Watching before the first read: no line falls between the two.
+		defer a.sv.WatchLogs(s.wake)()
+	}
+	defer s.stop()
+	s.begin(rings, n)
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	out := newLogWriter(w)
+	if !s.drain(out) || s.wake == nil {
+		return
+	}
+	a.followLogs(r, s, out)
 }
 
 // followLogs writes the lines the rings of s gain until the client goes, the API
 // closes or a write fails; a ring lapping the follower is reported as dropped lines.
-func (sv *Supervisor) followLogs(r *http.Request, s *logStream, out *logWriter) {
+func (a *Server) followLogs(r *http.Request, s *logStream, out *logWriter) {
 	for {
 		select {
 		case <-r.Context().Done():
 			return
-		case <-sv.logs.closed:
+		case <-a.closed:
 			return
 		case <-s.wake:
 		}
-		rings, _ := sv.logs.selected(nil)
+		rings, _ := a.sv.LogRings(nil)
 		for _, ring := range rings {
 			if s.reads(ring) || len(s.names) > 0 && !slices.Contains(s.names, ring.Name()) {
 				continue

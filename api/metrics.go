@@ -1,4 +1,4 @@
-package supervisor
+package api
 
 import (
 	"io"
@@ -19,9 +19,9 @@ import (
 // The samples are written by VictoriaMetrics/metrics with its metadata option left
 // off (the default): with it on, the library writes a HELP and TYPE pair, without
 // help text, before every sample it is handed.
-func (sv *Supervisor) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+func (a *Server) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	doc := sv.Status()
+	doc := a.sv.Status()
 	setWriteDeadline(w)
 	promtext.Family(w, "tend_instance_ready", "gauge", "1 when the instance's ready condition is True, else 0.")
 	metrics.WriteGaugeUint64(w, "tend_instance_ready", b2u(doc.Ready.True()))

@@ -1,0 +1,147 @@
+package api
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// access is who may call a route: the access column of the route table. The zero
+// value is the guarded one, so a route written without it is not open by mistake.
+type access int
+
+const (
+	// ownerAccess: a client of a unix socket (mode 0600: tend's own user), or a TCP
+	// client with the bearer token (authorize). Every call that changes something,
+	// and the logs, which may hold secrets.
+	ownerAccess access = iota
+	// openAccess: any client of any listener.
+	openAccess
+)
+
+// route is one endpoint of the API.
+type route struct {
+	pattern string // http.ServeMux's: method and path
+	access  access
+	serve   func(a *Server, w http.ResponseWriter, r *http.Request)
+}
+
+// routes is every endpoint of the API (docs/reference.md "Status API"). The access of each
+// is checked in one place, handler; no route checks it itself.
+var routes = []route{
+	{"GET /v1/status", openAccess, (*Server).serveStatus},
+	{"GET /v1/ready", openAccess, (*Server).serveReady},
+	{"GET /v1/live", openAccess, (*Server).serveLive},
+	{"GET /metrics", openAccess, (*Server).serveMetrics},
+	{"GET /v1/logs", ownerAccess, (*Server).serveLogs},
+	{"POST /v1/containers/{name}/restart", ownerAccess, do(Restart)},
+	{"POST /v1/containers/{name}/stop", ownerAccess, do(Stop)},
+	{"POST /v1/containers/{name}/start", ownerAccess, do(Start)},
+	{"POST /v1/reload", ownerAccess, do(Reload)},
+	{"POST /v1/shutdown", ownerAccess, do(Shutdown)},
+}
+
+// handler serves the routes on one listener; on a trusted one (a unix socket) the
+// owner routes need no token.
+func (a *Server) handler(trusted bool) http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range routes {
+		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+			if rt.access != openAccess && !trusted {
+				if code, msg := a.authorize(r); code != 0 {
+					writeJSON(w, code, map[string]string{"error": msg})
+					return
+				}
+			}
+			rt.serve(a, w, r)
+		})
+	}
+	return mux
+}
+
+// serveStatus is GET /v1/status: the status document.
+func (a *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, a.sv.Status())
+}
+
+// serveLive is GET /v1/live: tend answers.
+func (a *Server) serveLive(w http.ResponseWriter, _ *http.Request) {
+	setWriteDeadline(w)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprint(w, "live")
+}
+
+// serveReady is GET /v1/ready: 200 "ready", or 503 with the reason it is not.
+func (a *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	doc := a.sv.Status()
+	setWriteDeadline(w)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if doc.Ready.True() {
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, "ready")
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	msg := string(doc.Ready.Reason)
+	if doc.Ready.Message != "" {
+		msg += ": " + doc.Ready.Message
+	}
+	fmt.Fprint(w, msg)
+}
+
+// do is the route of a mutating call: it hands the call to the supervisor's loop and
+// answers with its outcome; a client that goes away stops waiting, not the call.
+func do(action Action) func(*Server, http.ResponseWriter, *http.Request) {
+	return func(a *Server, w http.ResponseWriter, r *http.Request) {
+		err := a.sv.Do(r.Context(), action, r.PathValue("name"))
+		switch {
+		case r.Context().Err() != nil:
+			// The client is gone: there is no one to answer.
+		case err == nil:
+			writeJSON(w, http.StatusOK, map[string]string{"result": "ok"})
+		case errors.Is(err, ErrNoContainer):
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		case errors.Is(err, ErrPreparing), errors.Is(err, ErrStopping):
+			writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
+		default:
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": err.Error()})
+		}
+	}
+}
+
+// authorize checks the bearer token of an owner call over TCP: no token configured
+// or no header is 403, a wrong token 401.
+func (a *Server) authorize(r *http.Request) (int, string) {
+	if a.token == "" {
+		return http.StatusForbidden, "mutating calls over TCP need --api-token-file"
+	}
+	// The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
+	scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	got = strings.TrimSpace(got)
+	if !strings.EqualFold(scheme, "Bearer") || got == "" {
+		return http.StatusForbidden, "missing Authorization: Bearer token"
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
+		return http.StatusUnauthorized, "wrong token"
+	}
+	return 0, ""
+}
+
+// setWriteDeadline gives the answer being written writeTimeout. It is set when the
+// answer is ready, not when the request came: a reload may take longer than that.
+func setWriteDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	setWriteDeadline(w)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
