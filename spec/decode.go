@@ -252,6 +252,10 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 		w.rlimit(n, path)
 		return
 	}
+	if isQuantity(t) {
+		w.quantity(n, t, path) // before Opt: a quantity embeds one
+		return
+	}
 	if elem, ok := optElem(t); ok {
 		w.scalar(n, elem, path) // an Opt is checked as its element
 		return
@@ -292,24 +296,34 @@ func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
 	w.keys(n, path, func(key string, value *yaml.Node) {
 		ft, ok := fields[key]
 		if !ok {
-			names := make([]string, 0, len(fields))
-			for name := range fields {
-				names = append(names, name)
-			}
-			msg := "unknown field"
-			if hint := msHint(key, value, fields); hint != "" {
-				msg += hint
-			} else if guess := closest(key, names); guess != "" {
-				msg += fmt.Sprintf(" (did you mean %s?)", guess)
-			}
-			if hint := kubernetesHint(key, value, fields); hint != "" {
-				msg = "unknown field" + hint
-			}
-			w.c.structf(join(path, key), keyLine(n, key), "%s", msg)
+			w.c.structf(join(path, key), keyLine(n, key), "unknown field%s", unknownHint(key, value, fields))
 			return
 		}
 		w.walk(value, ft, join(path, key))
 	})
+}
+
+// unknownHint is the "did you mean" of an unknown key in a mapping of fields: a
+// Kubernetes timing or another tool's limit says which field of tend means it, a key
+// without its unit the _ms field, else the nearest name; "" when none is near.
+func unknownHint(key string, value *yaml.Node, fields map[string]reflect.Type) string {
+	if hint := kubernetesHint(key, value, fields); hint != "" {
+		return hint
+	}
+	if hint := limitHint(key, fields); hint != "" {
+		return hint
+	}
+	if hint := msHint(key, value, fields); hint != "" {
+		return hint
+	}
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	if guess := closest(key, names); guess != "" {
+		return fmt.Sprintf(" (did you mean %s?)", guess)
+	}
+	return ""
 }
 
 // keys calls f for each key of a mapping node, reporting non-scalar and duplicate keys.

@@ -58,6 +58,7 @@ func applyDefaults(s *Spec, hostname, specDir string) {
 		in.Dir = filepath.Clean(in.Dir)
 	}
 	setDefault(&in.InitTimeoutMs, 0)
+	setString(&in.Cgroups, CgroupsAuto)
 
 	for i := range s.Resources {
 		r := &s.Resources[i]

@@ -36,11 +36,13 @@ type schemaGen struct {
 // of is the schema of a value of type t in the field owner.name.
 func (g *schemaGen) of(t reflect.Type, owner, name string) map[string]any {
 	key := owner + "." + name
-	if elem, ok := optElem(t); ok {
+	if elem, ok := optElem(t); ok && !isQuantity(t) {
 		t = elem // an Opt is described as its element
 	}
 	var s map[string]any
 	switch {
+	case isQuantity(t):
+		s = map[string]any{"oneOf": quantitySchemas[t]}
 	case t == commandType:
 		s = map[string]any{"oneOf": []any{
 			map[string]any{"type": "string", "description": "split like a POSIX shell word list ($VAR expanded), never run by a shell"},
@@ -145,6 +147,24 @@ var schemaPatterns = map[string]string{
 	"Timing.timeout":       durationPattern,
 }
 
+// quantitySchemas are the forms of a limit: a number (an integer for a count) or a
+// string the parser of quantity.go takes (its "above 0" for strings, and "finer than
+// a millicore", are left to validation).
+var quantitySchemas = map[reflect.Type][]any{
+	reflect.TypeFor[Cores](): {
+		map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "cores"},
+		map[string]any{"type": "string", "pattern": `^\s*(\d+(\.\d*)?|\.\d+)[mc]?\s*$`, "description": "cores, millicores (1500m) or porto's cores (1.5c)"},
+	},
+	reflect.TypeFor[Bytes](): {
+		map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "bytes"},
+		map[string]any{"type": "string", "pattern": `^\s*(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|K|M|G|T)?\s*$`, "description": "bytes, with Ki Mi Gi Ti (1024) or K M G T (1000)"},
+	},
+	reflect.TypeFor[Count](): {
+		map[string]any{"type": "integer", "minimum": 1},
+		map[string]any{"type": "string", "pattern": `^\s*\d+\s*$`},
+	},
+}
+
 // schemaEnums are the fields with a fixed set of values.
 var schemaEnums = map[string][]any{
 	"Container.term_barrier":   {BarrierWait, BarrierIgnore},
@@ -153,12 +173,14 @@ var schemaEnums = map[string][]any{
 	"RestartPolicy.mode":       {ModeAlways, ModeOnFailure, ModeNever},
 	"RestartPolicy.on_give_up": {GiveUpStop, GiveUpShutdown},
 	"HTTPGet.scheme":           {SchemeHTTP, SchemeHTTPS},
+	"Instance.cgroups":         {CgroupsAuto, CgroupsRequired, CgroupsOff},
 }
 
 // schemaDefaults are the defaults of applyDefaults that do not depend on where the
 // type is used (time_limit's do: they are in its descriptions).
 var schemaDefaults = map[string]any{
 	"Instance.init_timeout_ms":               0,
+	"Instance.cgroups":                       CgroupsAuto,
 	"RestartPolicy.min_period_ms":            DefaultRestartMinPeriodMs,
 	"RestartPolicy.max_period_ms":            DefaultRestartMaxPeriodMs,
 	"RestartPolicy.backoff":                  DefaultRestartBackoff,
@@ -202,6 +224,13 @@ var schemaDescriptions = map[string]string{
 	"Instance.port":            "BSCONFIG_IPORT (and BSCONFIG_IPORT_PLUS_N)",
 	"Instance.vars":            "more {NAME} substitution variables (also exported to every process)",
 	"Instance.init_timeout_ms": "budget for resources and init containers together; 0: none",
+	"Instance.cgroups":         "auto: a cgroup per container where tend can create them; required: exit 1 at start where it cannot; off: none",
+	"Instance.limits":          "cgroup limits of all containers and init containers together",
+
+	"Limits":        "cgroup limits; each one absent is no limit",
+	"Limits.cpu":    "cores: a number, \"1500m\" or \"1.5c\"",
+	"Limits.memory": "bytes: a number, or with Ki Mi Gi Ti (1024) or K M G T (1000); no swap on top",
+	"Limits.pids":   "processes and threads at once",
 
 	"EnvVar.name":       "the variable's name",
 	"EnvVar.value":      "a literal value ({NAME} substituted)",
@@ -232,6 +261,8 @@ var schemaDescriptions = map[string]string{
 	"Container.target_state":    "removed: stopped and kept stopped",
 	"Container.log":             "a log file with size rotation (lines carry the time and the stream)",
 	"Container.depends_on":      "containers (by name) and the condition each must meet before this one starts",
+	"Container.limits":          "the container's cgroup limits",
+	"Container.memory_restart":  "bytes (as limits.memory): restart the container through its stop policy after 3 samples, 1 s apart, above it",
 
 	"RestartPolicy.min_period_ms":   "the wait after the first short run",
 	"RestartPolicy.max_period_ms":   "the longest wait",

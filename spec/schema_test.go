@@ -108,6 +108,27 @@ func TestSchemaChecks(t *testing.T) {
 		{"containers: [{name: web, command: x, stop_policy: {period: 2s, time_limit: {}}}]", false},
 		{"containers: [{name: web, command: x, readiness_probe: {exec: {command: x}, period: 2}}]", false},
 		{"containers: [{name: web, command: x, readiness_probe: {exec: {command: x}, period: -1s}}]", false},
+		// Limits: every written form, and the values both refuse.
+		{"instance: {cgroups: required, limits: {cpu: 2, memory: 2Gi, pids: 500}}\ncontainers: []", true},
+		{"instance: {cgroups: off}\ncontainers: []", true},
+		{"instance: {cgroups: Off}\ncontainers: []", false},
+		{"instance: {cgroups: yes}\ncontainers: []", false},
+		{"containers: [{name: web, command: x, limits: {cpu: 1.5, memory: 536870912, pids: 200}, memory_restart: 400Mi}]", true},
+		{"containers: [{name: web, command: x, limits: {cpu: 1500m, memory: 1.5Gi, pids: '200'}, memory_restart: 1G}]", true},
+		{"containers: [{name: web, command: x, limits: {cpu: 1.5c, memory: 1e9}}]", true},
+		{"containers: [{name: web, command: x, limits: {cpu: .25, memory: 64Ki}}]", true},
+		{"containers: [{name: web, command: x, limits: {memory: 12X}}]", false},
+		{"containers: [{name: web, command: x, limits: {memory: 512mi}}]", false},
+		{"containers: [{name: web, command: x, limits: {memory: -1}}]", false},
+		{"containers: [{name: web, command: x, limits: {memory: 0}}]", false},
+		{"containers: [{name: web, command: x, limits: {cpu: 0}}]", false},
+		{"containers: [{name: web, command: x, limits: {cpu: 1.5x}}]", false},
+		{"containers: [{name: web, command: x, limits: {cpu: [1]}}]", false},
+		{"containers: [{name: web, command: x, limits: {pids: 1.5}}]", false},
+		{"containers: [{name: web, command: x, limits: {pids: 10k}}]", false},
+		{"containers: [{name: web, command: x, limits: {swap: 1}}]", false},
+		{"containers: [{name: web, command: x, memory_restart: true}]", false},
+		{"init_containers: [{name: i, command: x, limits: {memory: 1Gi}}]\ncontainers: []", false},
 	}
 	for _, tt := range tests {
 		err := schema.Validate(yamlAsJSON(t, []byte(tt.doc)))

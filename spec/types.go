@@ -36,6 +36,11 @@ type Instance struct {
 	User    string            `yaml:"user,omitempty" json:"user,omitempty"`
 	Group   string            `yaml:"group,omitempty" json:"group,omitempty"`
 	Rlimits map[string]Rlimit `yaml:"rlimits,omitempty" json:"rlimits,omitempty"`
+	// Cgroups says whether containers get cgroups (CgroupsAuto, the default,
+	// CgroupsRequired, CgroupsOff); Limits are all containers' and init containers'
+	// together (SPEC §12, limits.go).
+	Cgroups string `yaml:"cgroups,omitempty" json:"cgroups,omitempty"`
+	Limits  Limits `yaml:"limits,omitempty" json:"limits,omitzero"`
 
 	ident *Identity // resolved by Load (identity.go)
 }
@@ -124,6 +129,10 @@ type Container struct {
 	User    string            `yaml:"user,omitempty" json:"user,omitempty"`
 	Group   string            `yaml:"group,omitempty" json:"group,omitempty"`
 	Rlimits map[string]Rlimit `yaml:"rlimits,omitempty" json:"rlimits,omitempty"`
+	// Limits are the container's cgroup limits; MemoryRestart restarts it through its
+	// stop policy when its memory stays above it (SPEC §12.2 and §12.4, limits.go).
+	Limits        Limits `yaml:"limits,omitempty" json:"limits,omitzero"`
+	MemoryRestart Bytes  `yaml:"memory_restart,omitempty" json:"memory_restart,omitzero"`
 
 	ident *Identity // resolved by Load
 }

@@ -70,6 +70,7 @@ func (k *checker) check() {
 		k.c.addf("instance.port", "must be a port number 1-65535, got %d", port)
 	}
 	k.nonNegative("instance.init_timeout_ms", in.InitTimeoutMs)
+	k.oneOf("instance.cgroups", in.Cgroups, CgroupsAuto, CgroupsRequired, CgroupsOff)
 
 	k.env("env", s.Env)
 	for i, f := range s.EnvFiles {
