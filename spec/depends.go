@@ -42,29 +42,8 @@ func (s *Spec) Dependents(name string) []string {
 
 // DependsOn reports whether container a depends on container b directly or through
 // others. A WAIT container does not wait at the TERM barrier for such a b: b stops
-// after it (docs/reference.md "depends_on").
-func (s *Spec) DependsOn(a, b string) bool {
-	byName := s.containersByName()
-	seen := map[string]bool{a: true}
-	stack := []string{a}
-	for len(stack) > 0 {
-		c := byName[stack[len(stack)-1]]
-		stack = stack[:len(stack)-1]
-		if c == nil {
-			continue
-		}
-		for dep := range c.DependsOn {
-			if dep == b {
-				return true
-			}
-			if !seen[dep] {
-				seen[dep] = true
-				stack = append(stack, dep)
-			}
-		}
-	}
-	return false
-}
+// after it (docs/reference.md "depends_on"; StopPlan).
+func (s *Spec) DependsOn(a, b string) bool { return dependsOn(s.dependencyGraph(), a, b) }
 
 // DependencyOrder lists the containers so that each comes after every container it
 // depends on, otherwise in spec order: the order of starting; shutdown goes in reverse.
