@@ -261,7 +261,11 @@ func TestResourceDynamicStateSurvivesRestart(t *testing.T) {
 	first.waitStatus(15*time.Second, "geo ready", func(d status.Document) bool { return dynamicStatus(d, "geo").State == "ready" })
 	writeSpec(t, first, geoSpec(srv, shared, 2, "/v2"))
 	post(t, first, "/v1/reload")
-	first.waitStatus(15*time.Second, "revision 2 active", func(d status.Document) bool { return dynamicStatus(d, "geo").ActiveRevision == 2 })
+	// Verified, not only switched: a SIGTERM during verify rolls revision 2 back.
+	first.waitStatus(15*time.Second, "revision 2 verified", func(d status.Document) bool {
+		g := dynamicStatus(d, "geo")
+		return g.Revision == 2 && g.ActiveRevision == 2 && g.State == "ready"
+	})
 	first.signal(syscall.SIGTERM)
 	if code := first.wait(10 * time.Second); code != 0 {
 		t.Fatalf("exit code = %d", code)
