@@ -53,64 +53,68 @@ func runCommand() *cli.Command {
 			formatFlag,
 			&cli.BoolFlag{Name: "timestamps", Usage: "put the time before every line of the containers' output", EnvVars: []string{"TEND_TIMESTAMPS"}},
 		},
-		Action: func(c *cli.Context) error {
-			if _, err := specArg(c); err != nil {
-				return err
-			}
-			// Begun before anything else so that it overlaps with loading the spec.
-			process := supervisor.SetUpProcess()
-			stdout, stderr := consoleOutput(os.Stdout, c.Bool("timestamps")), consoleOutput(os.Stderr, c.Bool("timestamps"))
-			defer flushConsoles(stdout, stderr)
-			log, err := newLogger(stderr, isTerminal(os.Stderr), c.String("log-format"), c.String("log-level"))
-			if err != nil {
-				return fail(2, "run: %v", err)
-			}
-			path, vars, format := c.Args().First(), c.StringSlice("var"), c.String("format")
-			load := func() (*spec.Spec, error) {
-				s, err := loadSpecAs(path, vars, format, logWarnings(log, path))
-				if err != nil {
-					return nil, err
-				}
-				stdout.Align(s)
-				stderr.Align(s)
-				return s, nil
-			}
-			s, err := load()
-			if err != nil {
-				return specFailure(path, err)
-			}
-			if err := checkRoot(s); err != nil {
-				return fail(1, "run: %v", err)
-			}
-			footprint.SettleAfterStartup()
-			sv := supervisor.New(s, supervisor.Options{
-				Load: func() (*spec.Spec, error) {
-					s, err := load()
-					if err == nil {
-						err = checkRoot(s)
-					}
-					return s, locatedErrors(path, err)
-				},
-				Listen:         c.StringSlice("listen"),
-				APITokenFile:   c.String("api-token-file"),
-				ReportURL:      c.String("report-url"),
-				ReportInterval: c.Duration("report-interval"),
-				Log:            log,
-				Stdout:         stdout,
-				Stderr:         stderr,
-				Process:        process,
-				WatchPath:      watchPath(c.Bool("watch"), path),
-			})
-			code, err := sv.Run(context.Background())
-			if err != nil {
-				return fail(1, "%v", err)
-			}
-			if code != 0 {
-				return &exitError{code: code}
-			}
-			return nil
-		},
+		Action: runInstance,
 	}
+}
+
+// runInstance loads the spec and runs the supervisor until the instance ends; a
+// reload loads the spec again the same way.
+func runInstance(c *cli.Context) error {
+	if _, err := specArg(c); err != nil {
+		return err
+	}
+	// Begun before anything else so that it overlaps with loading the spec.
+	process := supervisor.SetUpProcess()
+	stdout, stderr := consoleOutput(os.Stdout, c.Bool("timestamps")), consoleOutput(os.Stderr, c.Bool("timestamps"))
+	defer flushConsoles(stdout, stderr)
+	log, err := newLogger(stderr, isTerminal(os.Stderr), c.String("log-format"), c.String("log-level"))
+	if err != nil {
+		return fail(2, "run: %v", err)
+	}
+	path, vars, format := c.Args().First(), c.StringSlice("var"), c.String("format")
+	load := func() (*spec.Spec, error) {
+		s, err := loadSpecAs(path, vars, format, logWarnings(log, path))
+		if err != nil {
+			return nil, err
+		}
+		stdout.Align(s)
+		stderr.Align(s)
+		return s, nil
+	}
+	s, err := load()
+	if err != nil {
+		return specFailure(path, err)
+	}
+	if err := checkRoot(s); err != nil {
+		return fail(1, "run: %v", err)
+	}
+	footprint.SettleAfterStartup()
+	sv := supervisor.New(s, supervisor.Options{
+		Load: func() (*spec.Spec, error) {
+			s, err := load()
+			if err == nil {
+				err = checkRoot(s)
+			}
+			return s, locatedErrors(path, err)
+		},
+		Listen:         c.StringSlice("listen"),
+		APITokenFile:   c.String("api-token-file"),
+		ReportURL:      c.String("report-url"),
+		ReportInterval: c.Duration("report-interval"),
+		Log:            log,
+		Stdout:         stdout,
+		Stderr:         stderr,
+		Process:        process,
+		WatchPath:      watchPath(c.Bool("watch"), path),
+	})
+	code, err := sv.Run(context.Background())
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	if code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
 }
 
 // watchPath is the spec file to watch for --watch, or "" without it.

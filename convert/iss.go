@@ -53,17 +53,9 @@ func iss(data []byte, c *conv) {
 		jsonErrorLine(data, c)
 		return
 	}
-	conf := root
-	if root.n.Kind == yaml.SequenceNode {
-		list := c.items(root)
-		if len(list) == 0 {
-			c.errorf(root.src(), "no configuration in the list")
-			return
-		}
-		conf = list[0]
-		for _, extra := range list[1:] {
-			c.drop("", extra.src(), "tend runs one instance: the first configuration of the list")
-		}
+	conf, ok := c.issFirst(root)
+	if !ok {
+		return
 	}
 	fields := c.fields(conf)
 	if len(c.errs) > 0 {
@@ -71,48 +63,18 @@ func iss(data []byte, c *conv) {
 	}
 	// The container and its hooks first: timeLimits and resources refer to them.
 	var resources, timeLimits *field
+	class := ""
 	for i, f := range fields {
-		src := f.val.src()
 		switch f.key {
-		case "@class":
-			v, _ := c.str(f.val)
-			switch v {
-			case issInstance, issJob:
-				c.from("", src)
-			default:
-				c.errorf(src, "%q is not an applicable configuration (tend runs %s and %s; topologies and fillers must be applied first)", v, issInstance, issJob)
-			}
-		case "slot":
-			if v, ok := c.str(f.val); ok {
-				c.s.Instance.Name = v
-				c.from("instance.name", src)
-				if m := slotRe().FindStringSubmatch(v); m != nil {
-					port, _ := strconv.Atoi(m[1])
-					if port >= 1 && port <= 65535 {
-						c.s.Instance.Port = spec.Some(port)
-						c.note("instance.port", "the port of slot "+v)
-						c.sources["instance.port"] = src
-					}
-				}
-			}
-		case "configurationId":
-			c.drop("", src, "informational; tend names a spec by its revision")
-		case "container":
-			c.drop("", src, "Porto container constraints are not supported; tend reports its cgroup's limits in CPU_LIMIT and MEM_LIMIT")
-		case "properties":
-			c.issProperties(f.val)
 		case "resources":
 			resources = &fields[i]
 		case "timeLimits":
 			timeLimits = &fields[i]
-		default:
-			c.unknown("", src)
-		}
-	}
-	class := ""
-	for _, f := range fields {
-		if f.key == "@class" {
+		case "@class":
 			class = f.val.n.Value
+			c.issField(f)
+		default:
+			c.issField(f)
 		}
 	}
 	if resources == nil {
@@ -131,6 +93,65 @@ func iss(data []byte, c *conv) {
 	c.issContainer(class, start, hooks)
 	if timeLimits != nil {
 		c.issTimeLimits(timeLimits.val, hooks)
+	}
+}
+
+// issFirst is the configuration tend runs: root, or the first of a list (the others
+// are dropped).
+func (c *conv) issFirst(root node) (node, bool) {
+	if root.n.Kind != yaml.SequenceNode {
+		return root, true
+	}
+	list := c.items(root)
+	if len(list) == 0 {
+		c.errorf(root.src(), "no configuration in the list")
+		return root, false
+	}
+	for _, extra := range list[1:] {
+		c.drop("", extra.src(), "tend runs one instance: the first configuration of the list")
+	}
+	return list[0], true
+}
+
+// issField converts a field of the configuration other than resources and
+// timeLimits, which wait for the container.
+func (c *conv) issField(f field) {
+	src := f.val.src()
+	switch f.key {
+	case "@class":
+		v, _ := c.str(f.val)
+		switch v {
+		case issInstance, issJob:
+			c.from("", src)
+		default:
+			c.errorf(src, "%q is not an applicable configuration (tend runs %s and %s; topologies and fillers must be applied first)", v, issInstance, issJob)
+		}
+	case "slot":
+		if v, ok := c.str(f.val); ok {
+			c.issSlot(v, src)
+		}
+	case "configurationId":
+		c.drop("", src, "informational; tend names a spec by its revision")
+	case "container":
+		c.drop("", src, "Porto container constraints are not supported; tend reports its cgroup's limits in CPU_LIMIT and MEM_LIMIT")
+	case "properties":
+		c.issProperties(f.val)
+	default:
+		c.unknown("", src)
+	}
+}
+
+// issSlot is the instance's name; a slot ending in :PORT also gives instance.port.
+func (c *conv) issSlot(slot string, src Source) {
+	c.s.Instance.Name = slot
+	c.from("instance.name", src)
+	if m := slotRe().FindStringSubmatch(slot); m != nil {
+		port, _ := strconv.Atoi(m[1])
+		if port >= 1 && port <= 65535 {
+			c.s.Instance.Port = spec.Some(port)
+			c.note("instance.port", "the port of slot "+slot)
+			c.sources["instance.port"] = src
+		}
 	}
 }
 

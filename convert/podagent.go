@@ -52,22 +52,7 @@ func (c *conv) workload(w node) {
 		case "start":
 			c.podStart(f.val, ct, p)
 		case "init":
-			for _, item := range c.items(f.val) {
-				ic := spec.InitCommand{}
-				ip := fmt.Sprintf("%s.init[%d]", p, len(ct.Init))
-				c.from(ip, item.src())
-				for _, g := range c.fields(item) {
-					switch g.key {
-					case "command_line":
-						ic.Command = c.podCommand(g.val, ip+".command")
-					case "time_limit":
-						ic.TimeLimit = c.timeLimit(g.val, ip+".time_limit", podTimeLimitKeys)
-					default:
-						c.utilityField(g, ip)
-					}
-				}
-				ct.Init = append(ct.Init, ic)
-			}
+			ct.Init = append(ct.Init, c.podInit(f.val, p, len(ct.Init))...)
 		case "liveness_check":
 			ct.LivenessProbe = c.podCheck(f.val, p+".liveness_probe")
 		case "readiness_check":
@@ -87,6 +72,29 @@ func (c *conv) workload(w node) {
 			c.unknown(p, src)
 		}
 	}
+}
+
+// podInit is a workload's init commands, the first at index first of the
+// container's init.
+func (c *conv) podInit(y node, p string, first int) []spec.InitCommand {
+	var out []spec.InitCommand
+	for _, item := range c.items(y) {
+		ic := spec.InitCommand{}
+		ip := fmt.Sprintf("%s.init[%d]", p, first+len(out))
+		c.from(ip, item.src())
+		for _, g := range c.fields(item) {
+			switch g.key {
+			case "command_line":
+				ic.Command = c.podCommand(g.val, ip+".command")
+			case "time_limit":
+				ic.TimeLimit = c.timeLimit(g.val, ip+".time_limit", podTimeLimitKeys)
+			default:
+				c.utilityField(g, ip)
+			}
+		}
+		out = append(out, ic)
+	}
+	return out
 }
 
 // podStart is a workload's start: its command.

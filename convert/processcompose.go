@@ -46,33 +46,14 @@ func processCompose(data []byte, c *conv) {
 	if !ok {
 		return
 	}
-	// process-compose's default shell.shell_command and shell_argument.
-	sh, arg := "bash", "-c"
-	shSrc := root.src()
-	ordered := false
 	fields := c.fields(root)
-	for _, f := range fields { // the shell and the shutdown order first: every process uses them
+	// The shell and the shutdown order first: every process uses them.
+	sh, arg, shSrc := c.pcShell(fields, root.src())
+	ordered := false
+	for _, f := range fields {
 		if f.key == "ordered_shutdown" {
 			if v, ok := c.boolean(f.val); ok {
 				ordered = v
-			}
-			continue
-		}
-		if f.key != "shell" {
-			continue
-		}
-		for _, g := range c.fields(f.val) {
-			v, ok := c.str(g.val)
-			switch {
-			case !ok:
-			case g.key == "shell_command":
-				sh, shSrc = v, g.val.src()
-				c.mapped[g.val.path] = true
-			case g.key == "shell_argument":
-				arg = v
-				c.mapped[g.val.path] = true
-			default:
-				c.drop("", g.val.src(), "tend runs no elevated commands")
 			}
 		}
 	}
@@ -101,6 +82,32 @@ func processCompose(data []byte, c *conv) {
 			c.unknown("", src)
 		}
 	}
+}
+
+// pcShell is the shell process-compose runs commands with: shell.shell_command and
+// shell_argument, bash -c by default; src is where the shell was chosen.
+func (c *conv) pcShell(fields []field, rootSrc Source) (sh, arg string, src Source) {
+	sh, arg, src = "bash", "-c", rootSrc
+	for _, f := range fields {
+		if f.key != "shell" {
+			continue
+		}
+		for _, g := range c.fields(f.val) {
+			v, ok := c.str(g.val)
+			switch {
+			case !ok:
+			case g.key == "shell_command":
+				sh, src = v, g.val.src()
+				c.mapped[g.val.path] = true
+			case g.key == "shell_argument":
+				arg = v
+				c.mapped[g.val.path] = true
+			default:
+				c.drop("", g.val.src(), "tend runs no elevated commands")
+			}
+		}
+	}
+	return sh, arg, src
 }
 
 // lookPath finds a program on PATH; tests replace it.
@@ -153,96 +160,122 @@ func (c *conv) pcProcess(f field, sh, arg string, ordered bool) {
 	if !ok {
 		return
 	}
-	p := containerPath(i)
-	ct := &c.s.Containers[i]
-	ct.Name = f.key
-	c.from(p, f.val.src())
-	c.from(p+".name", f.val.src())
+	pf := pcFields{ct: &c.s.Containers[i], p: containerPath(i), sh: sh, arg: arg, ordered: ordered}
+	pf.ct.Name = f.key
+	c.from(pf.p, f.val.src())
+	c.from(pf.p+".name", f.val.src())
 	// process-compose restarts nothing unless availability says so.
-	ct.RestartPolicy = &spec.RestartPolicy{Mode: spec.ModeNever}
-	ct.StopPolicy = &spec.StopPolicy{TermTimeoutMs: spec.Some[int64](pcShutdownTimeoutSec * 1000)}
-	var entrypoint []string
-	var command *string
-	var logLine *field
+	pf.ct.RestartPolicy = &spec.RestartPolicy{Mode: spec.ModeNever}
+	pf.ct.StopPolicy = &spec.StopPolicy{TermTimeoutMs: spec.Some[int64](pcShutdownTimeoutSec * 1000)}
 	fields := c.fields(f.val)
-	for i, g := range fields {
-		src := g.val.src()
-		switch g.key {
-		case "command":
-			if v, ok := c.str(g.val); ok {
-				command = &v
-				c.from(p+".command", src)
-			}
-		case "entrypoint":
-			for _, item := range c.items(g.val) {
-				if v, ok := c.str(item); ok {
-					entrypoint = append(entrypoint, v)
-				}
-			}
-			c.from(p+".command", src)
-		case "working_dir":
-			if v, ok := c.str(g.val); ok {
-				ct.WorkingDir = literal(v)
-				c.from(p+".working_dir", src)
-			}
-		case "environment":
-			ct.Env = c.pcEnvironment(g.val, p+".env")
-		case "availability":
-			c.pcAvailability(g.val, ct, p)
-		case "shutdown":
-			c.pcShutdown(g.val, ct, p, sh, arg)
-		case "liveness_probe":
-			ct.LivenessProbe = c.pcProbe(g.val, p+".liveness_probe", sh, arg)
-		case "readiness_probe":
-			ct.ReadinessProbe = c.pcProbe(g.val, p+".readiness_probe", sh, arg)
-		case "disabled":
-			if v, ok := c.boolean(g.val); ok {
-				c.from(p+".target_state", src)
-				if v {
-					ct.TargetState = spec.TargetRemoved
-				}
-			}
-		case "log_location":
-			if v, ok := c.str(g.val); ok {
-				ct.Log = &spec.Log{File: v}
-				c.approx(p+".log.file", src, "tend writes stdout and stderr there, rotated by size")
-			}
-		case "depends_on":
-			ct.DependsOn = c.pcDependsOn(g.val, p+".depends_on")
-			if !ordered && len(ct.DependsOn) > 0 {
-				c.note(p+".depends_on", "tend stops this container before the ones it depends on; process-compose does so only with ordered_shutdown: true")
-			}
-		case "ready_log_line":
-			logLine = &fields[i]
-
-		case "is_daemon":
-			c.drop(p, src, "tend supervises foreground processes: a daemon's fork looks like an exit")
-		case "replicas":
-			c.drop(p, src, "one container per process: copy it under other names")
-		case "description", "namespace", "is_tty", "disable_ansi_colors", "is_foreground", "vars", "launch_timeout_seconds", "log_configuration":
-			c.drop(p, src, "tend has no such setting")
-		default:
-			c.unknown(p, src)
+	for i := range fields {
+		if !c.pcProcessField(&pf, &fields[i]) {
+			c.pcProcessOther(pf.p, fields[i])
 		}
 	}
-	if logLine != nil {
-		c.pcReadyLogLine(*logLine, ct, p)
+	if pf.logLine != nil {
+		c.pcReadyLogLine(*pf.logLine, pf.ct, pf.p)
 	}
 	if !c.mapped[f.val.path+".shutdown.timeout_seconds"] {
-		c.note(p+".stop_policy.term_timeout_ms", "process-compose's default shutdown.timeout_seconds")
+		c.note(pf.p+".stop_policy.term_timeout_ms", "process-compose's default shutdown.timeout_seconds")
 	}
 	switch {
-	case len(entrypoint) > 0:
-		list := entrypoint
-		if command != nil {
-			list = append(list, *command)
+	case len(pf.entrypoint) > 0:
+		list := pf.entrypoint
+		if pf.command != nil {
+			list = append(list, *pf.command)
 		}
 		for j := range list {
 			list[j] = literal(list[j])
 		}
-		ct.Command = spec.Command{List: list, IsList: true}
-	case command != nil:
-		ct.Command = shell(sh, arg, *command)
+		pf.ct.Command = spec.Command{List: list, IsList: true}
+	case pf.command != nil:
+		pf.ct.Command = shell(sh, arg, *pf.command)
+	}
+}
+
+// pcFields is one process being converted into the container ct at p, and what more
+// than one of its fields decides (the command, ready_log_line after the probes).
+type pcFields struct {
+	ct         *spec.Container
+	p          string
+	sh, arg    string // the file's shell
+	ordered    bool   // the file's ordered_shutdown
+	entrypoint []string
+	command    *string
+	logLine    *field
+}
+
+// pcProcessField converts one field of a process that tend has a setting for; it
+// reports whether g is one.
+func (c *conv) pcProcessField(pf *pcFields, g *field) bool {
+	ct, p, src := pf.ct, pf.p, g.val.src()
+	switch g.key {
+	case "command":
+		if v, ok := c.str(g.val); ok {
+			pf.command = &v
+			c.from(p+".command", src)
+		}
+	case "entrypoint":
+		for _, item := range c.items(g.val) {
+			if v, ok := c.str(item); ok {
+				pf.entrypoint = append(pf.entrypoint, v)
+			}
+		}
+		c.from(p+".command", src)
+	case "working_dir":
+		if v, ok := c.str(g.val); ok {
+			ct.WorkingDir = literal(v)
+			c.from(p+".working_dir", src)
+		}
+	case "environment":
+		ct.Env = c.pcEnvironment(g.val, p+".env")
+	case "availability":
+		c.pcAvailability(g.val, ct, p)
+	case "shutdown":
+		c.pcShutdown(g.val, ct, p, pf.sh, pf.arg)
+	case "liveness_probe":
+		ct.LivenessProbe = c.pcProbe(g.val, p+".liveness_probe", pf.sh, pf.arg)
+	case "readiness_probe":
+		ct.ReadinessProbe = c.pcProbe(g.val, p+".readiness_probe", pf.sh, pf.arg)
+	case "disabled":
+		if v, ok := c.boolean(g.val); ok {
+			c.from(p+".target_state", src)
+			if v {
+				ct.TargetState = spec.TargetRemoved
+			}
+		}
+	case "log_location":
+		if v, ok := c.str(g.val); ok {
+			ct.Log = &spec.Log{File: v}
+			c.approx(p+".log.file", src, "tend writes stdout and stderr there, rotated by size")
+		}
+	case "depends_on":
+		ct.DependsOn = c.pcDependsOn(g.val, p+".depends_on")
+		if !pf.ordered && len(ct.DependsOn) > 0 {
+			c.note(p+".depends_on", "tend stops this container before the ones it depends on; process-compose does so only with ordered_shutdown: true")
+		}
+	case "ready_log_line":
+		pf.logLine = g
+	default:
+		return false
+	}
+	return true
+}
+
+// pcProcessOther drops a field of a process that tend has no setting for, and
+// reports one it does not know.
+func (c *conv) pcProcessOther(p string, g field) {
+	src := g.val.src()
+	switch g.key {
+	case "is_daemon":
+		c.drop(p, src, "tend supervises foreground processes: a daemon's fork looks like an exit")
+	case "replicas":
+		c.drop(p, src, "one container per process: copy it under other names")
+	case "description", "namespace", "is_tty", "disable_ansi_colors", "is_foreground", "vars", "launch_timeout_seconds", "log_configuration":
+		c.drop(p, src, "tend has no such setting")
+	default:
+		c.unknown(p, src)
 	}
 }
 
@@ -447,20 +480,7 @@ func (c *conv) pcProbe(y node, path, sh, arg string) *spec.Probe {
 		src := f.val.src()
 		switch f.key {
 		case "exec":
-			pr.Exec = &spec.Exec{}
-			for _, g := range c.fields(f.val) {
-				switch g.key {
-				case "command":
-					if v, ok := c.str(g.val); ok {
-						pr.Exec.Command = shell(sh, arg, v)
-						c.from(path+".exec.command", g.val.src())
-					}
-				case "working_dir":
-					c.drop(path+".exec", g.val.src(), "an exec probe runs in the container's working_dir")
-				default:
-					c.unknown(path, g.val.src())
-				}
-			}
+			pr.Exec = c.pcProbeExec(f.val, path, sh, arg)
 		case "http_get":
 			pr.HTTPGet = c.pcHTTP(f.val, path+".http_get")
 		case "initial_delay_seconds", "period_seconds", "timeout_seconds":
@@ -493,6 +513,25 @@ func (c *conv) pcProbe(y node, path, sh, arg string) *spec.Probe {
 		}
 	}
 	return pr
+}
+
+// pcProbeExec is a probe's exec: its command runs with the file's shell.
+func (c *conv) pcProbeExec(y node, path, sh, arg string) *spec.Exec {
+	e := &spec.Exec{}
+	for _, g := range c.fields(y) {
+		switch g.key {
+		case "command":
+			if v, ok := c.str(g.val); ok {
+				e.Command = shell(sh, arg, v)
+				c.from(path+".exec.command", g.val.src())
+			}
+		case "working_dir":
+			c.drop(path+".exec", g.val.src(), "an exec probe runs in the container's working_dir")
+		default:
+			c.unknown(path, g.val.src())
+		}
+	}
+	return e
 }
 
 func (c *conv) pcHTTP(y node, path string) *spec.HTTPGet {

@@ -149,127 +149,185 @@ func (c *conv) svProgram(sec *iniSection, program string) {
 func (c *conv) svKeys(sec *iniSection, ct *spec.Container, p string, x svExpander) {
 	// supervisord gives up (FATAL) after the first start and startretries retries
 	// that each end within startsecs: as many runs shorter than stable_after_ms.
-	rp := &spec.RestartPolicy{Mode: spec.ModeOnFailure, StableAfterMs: spec.Some[int64](svStartSecs * 1000), MaxFailures: spec.Some(svStartRetries + 1)}
-	ct.RestartPolicy = rp
-	sp := &spec.StopPolicy{}
-	ct.StopPolicy = sp
-	stopWait := int64(svStopWaitSec)
-	var stopSignal string
-	var stdoutLog string
-	var logKeys []iniKey
-	for _, k := range sec.keys {
-		src := sec.keySrc(k)
-		switch k.name {
-		case "command":
-			ct.Command = spec.Command{String: x.command(k.value, src, p+".command")}
-			c.from(p+".command", src)
-		case "process_name", "numprocs", "numprocs_start":
-			c.from(p+".name", src)
-		case "priority":
-			c.mapped[src.Path] = true
-			c.note(p, fmt.Sprintf("priority %s: containers start in priority order", k.value))
-		case "directory":
-			ct.WorkingDir = x.subst(k.value, src, p+".working_dir")
-			c.from(p+".working_dir", src)
-		case "environment":
-			ct.Env = c.svEnvironment(k, src, p, x)
-		case "autostart":
-			if !svBool(c, sec, k) {
-				ct.TargetState = spec.TargetRemoved
-			}
-			c.from(p+".target_state", src)
-		case "autorestart":
-			switch strings.ToLower(k.value) {
-			case "true":
-				rp.Mode = spec.ModeAlways
-			case "false":
-				rp.Mode = spec.ModeNever
-			case "unexpected":
-			default:
-				c.errorf(src, "must be true, false or unexpected, got %q", k.value)
-			}
-			c.from(p+".restart_policy.mode", src)
-		case "exitcodes":
-			if strings.TrimSpace(k.value) == "0" {
-				c.mapped[src.Path] = true
-			} else {
-				c.approx(p+".restart_policy.mode", src, "tend expects exit code 0 only: any other restarts an on_failure container")
-			}
-		case "startsecs":
-			v := svInt(c, sec, k)
-			rp.StableAfterMs = spec.Some(int64(v) * 1000)
-			c.approx(p+".restart_policy.stable_after_ms", src, "a shorter run is a failed start, counted towards max_failures; supervisord retries it whatever its exit code and autorestart, tend only as restart_policy.mode says")
-		case "startretries":
-			if v := svInt(c, sec, k); v < 0 {
-				c.errorf(src, "must not be negative, got %d", v)
-			} else {
-				rp.MaxFailures = spec.Some(v + 1)
-				c.approx(p+".restart_policy.max_failures", src, "max_failures %d: supervisord gives up after the first start and %d retries, each ending within startsecs", v+1, v)
-			}
-		case "stopsignal":
-			stopSignal = strings.ToUpper(strings.TrimPrefix(strings.ToUpper(k.value), "SIG"))
-			c.from(p+".stop_policy.unix_signal", src)
-		case "stopwaitsecs":
-			stopWait = int64(svInt(c, sec, k))
-			c.from(p+".stop_policy", src)
-		case "stopasgroup", "killasgroup":
-			if svBool(c, sec, k) {
-				c.mapped[src.Path] = true // tend signals the process group
-			} else {
-				c.approx(p+".stop_policy", src, "tend's SIGTERM and SIGKILL go to the whole process group")
-			}
-		case "user":
-			ct.User = x.subst(k.value, src, p+".user")
-			c.from(p+".user", src)
-		case "redirect_stderr":
-			if svBool(c, sec, k) {
-				c.approx(p, src, "tend prints stderr lines on its own stderr; with log.file both streams go into it")
-			} else {
-				c.mapped[src.Path] = true
-			}
-		case "stdout_logfile":
-			switch v := k.value; v {
-			case "/dev/stdout", "/dev/fd/1":
-				c.mapped[src.Path] = true // tend prints every line, prefixed, on its stdout
-			case "NONE", "AUTO":
-				c.drop(p, src, "tend prints the output on its own stdout; a log.file needs a path")
-			default:
-				stdoutLog = x.plain(v, src, p+".log.file")
-				ct.Log = &spec.Log{File: stdoutLog}
-				c.approx(p+".log.file", src, "tend also prints the lines on its stdout")
-			}
-		case "stdout_logfile_maxbytes", "stdout_logfile_backups", "stderr_logfile_maxbytes", "stderr_logfile_backups", "stderr_logfile":
-			logKeys = append(logKeys, k)
-		case "umask":
-			c.drop(p, src, "tend does not change the umask")
-		case "serverurl", "stdout_capture_maxbytes", "stdout_events_enabled", "stdout_syslog",
-			"stderr_capture_maxbytes", "stderr_events_enabled", "stderr_syslog":
-			c.drop(p, src, "tend has no such setting")
-		default:
-			c.unknown(p, src)
+	k := &svProgramKeys{c: c, sec: sec, ct: ct, p: p, x: x, stopWait: svStopWaitSec,
+		rp: &spec.RestartPolicy{Mode: spec.ModeOnFailure, StableAfterMs: spec.Some[int64](svStartSecs * 1000), MaxFailures: spec.Some(svStartRetries + 1)}}
+	ct.RestartPolicy = k.rp
+	for _, key := range sec.keys {
+		if !k.process(key) && !k.restart(key) && !k.stop(key) && !k.output(key) {
+			c.unknown(p, sec.keySrc(key))
 		}
 	}
-	if !slices.ContainsFunc(sec.keys, func(k iniKey) bool { return k.name == "autorestart" }) {
-		c.note(p+".restart_policy.mode", "supervisord's default autorestart=unexpected")
+	for _, d := range []struct{ key, path, note string }{
+		{"autorestart", ".restart_policy.mode", "supervisord's default autorestart=unexpected"},
+		{"startsecs", ".restart_policy.stable_after_ms", "supervisord's default startsecs=1"},
+		{"startretries", ".restart_policy.max_failures", "supervisord's default startretries=3, and the first start"},
+	} {
+		if !slices.ContainsFunc(sec.keys, func(k iniKey) bool { return k.name == d.key }) {
+			c.note(p+d.path, d.note)
+		}
 	}
-	if !slices.ContainsFunc(sec.keys, func(k iniKey) bool { return k.name == "startsecs" }) {
-		c.note(p+".restart_policy.stable_after_ms", "supervisord's default startsecs=1")
+	for _, key := range k.logKeys {
+		c.svLogKey(sec, key, ct, p, k.stdoutLog)
 	}
-	if !slices.ContainsFunc(sec.keys, func(k iniKey) bool { return k.name == "startretries" }) {
-		c.note(p+".restart_policy.max_failures", "supervisord's default startretries=3, and the first start")
+	k.stopPolicy()
+}
+
+// svProgramKeys converts the keys of one program section into the container ct at
+// p, and gathers what more than one key decides (the stop policy, the log file).
+type svProgramKeys struct {
+	c   *conv
+	sec *iniSection
+	ct  *spec.Container
+	p   string
+	x   svExpander
+
+	rp         *spec.RestartPolicy
+	stopWait   int64  // stopwaitsecs
+	stopSignal string // stopsignal without SIG, "" for SIGTERM
+	stdoutLog  string // stdout_logfile when it is a file
+	logKeys    []iniKey
+}
+
+// process converts the keys of what runs and where; it reports whether k is one.
+func (k *svProgramKeys) process(key iniKey) bool {
+	c, ct, p, src := k.c, k.ct, k.p, k.sec.keySrc(key)
+	switch key.name {
+	case "command":
+		ct.Command = spec.Command{String: k.x.command(key.value, src, p+".command")}
+		c.from(p+".command", src)
+	case "process_name", "numprocs", "numprocs_start":
+		c.from(p+".name", src)
+	case "priority":
+		c.mapped[src.Path] = true
+		c.note(p, fmt.Sprintf("priority %s: containers start in priority order", key.value))
+	case "directory":
+		ct.WorkingDir = k.x.subst(key.value, src, p+".working_dir")
+		c.from(p+".working_dir", src)
+	case "environment":
+		ct.Env = c.svEnvironment(key, src, p, k.x)
+	case "autostart":
+		if !svBool(c, k.sec, key) {
+			ct.TargetState = spec.TargetRemoved
+		}
+		c.from(p+".target_state", src)
+	case "user":
+		ct.User = k.x.subst(key.value, src, p+".user")
+		c.from(p+".user", src)
+	case "umask":
+		c.drop(p, src, "tend does not change the umask")
+	default:
+		return false
 	}
-	for _, k := range logKeys {
-		c.svLogKey(sec, k, ct, p, stdoutLog)
+	return true
+}
+
+// restart converts the keys of the restart policy; it reports whether k is one.
+func (k *svProgramKeys) restart(key iniKey) bool {
+	c, rp, p, src := k.c, k.rp, k.p, k.sec.keySrc(key)
+	switch key.name {
+	case "autorestart":
+		switch strings.ToLower(key.value) {
+		case "true":
+			rp.Mode = spec.ModeAlways
+		case "false":
+			rp.Mode = spec.ModeNever
+		case "unexpected":
+		default:
+			c.errorf(src, "must be true, false or unexpected, got %q", key.value)
+		}
+		c.from(p+".restart_policy.mode", src)
+	case "exitcodes":
+		if strings.TrimSpace(key.value) == "0" {
+			c.mapped[src.Path] = true
+		} else {
+			c.approx(p+".restart_policy.mode", src, "tend expects exit code 0 only: any other restarts an on_failure container")
+		}
+	case "startsecs":
+		v := svInt(c, k.sec, key)
+		rp.StableAfterMs = spec.Some(int64(v) * 1000)
+		c.approx(p+".restart_policy.stable_after_ms", src, "a shorter run is a failed start, counted towards max_failures; supervisord retries it whatever its exit code and autorestart, tend only as restart_policy.mode says")
+	case "startretries":
+		if v := svInt(c, k.sec, key); v < 0 {
+			c.errorf(src, "must not be negative, got %d", v)
+		} else {
+			rp.MaxFailures = spec.Some(v + 1)
+			c.approx(p+".restart_policy.max_failures", src, "max_failures %d: supervisord gives up after the first start and %d retries, each ending within startsecs", v+1, v)
+		}
+	default:
+		return false
 	}
-	ms := stopWait * 1000
-	if stopSignal != "" {
-		sp.UnixSignal = &spec.UnixSignal{Signal: "SIG" + stopSignal}
+	return true
+}
+
+// stop converts the keys of the stop sequence; it reports whether k is one.
+func (k *svProgramKeys) stop(key iniKey) bool {
+	c, p, src := k.c, k.p, k.sec.keySrc(key)
+	switch key.name {
+	case "stopsignal":
+		k.stopSignal = strings.ToUpper(strings.TrimPrefix(strings.ToUpper(key.value), "SIG"))
+		c.from(p+".stop_policy.unix_signal", src)
+	case "stopwaitsecs":
+		k.stopWait = int64(svInt(c, k.sec, key))
+		c.from(p+".stop_policy", src)
+	case "stopasgroup", "killasgroup":
+		if svBool(c, k.sec, key) {
+			c.mapped[src.Path] = true // tend signals the process group
+		} else {
+			c.approx(p+".stop_policy", src, "tend's SIGTERM and SIGKILL go to the whole process group")
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// output converts the keys of the output and its files (the rotation ones wait in
+// logKeys for stdout_logfile); it reports whether k is one.
+func (k *svProgramKeys) output(key iniKey) bool {
+	c, p, src := k.c, k.p, k.sec.keySrc(key)
+	switch key.name {
+	case "redirect_stderr":
+		if svBool(c, k.sec, key) {
+			c.approx(p, src, "tend prints stderr lines on its own stderr; with log.file both streams go into it")
+		} else {
+			c.mapped[src.Path] = true
+		}
+	case "stdout_logfile":
+		switch v := key.value; v {
+		case "/dev/stdout", "/dev/fd/1":
+			c.mapped[src.Path] = true // tend prints every line, prefixed, on its stdout
+		case "NONE", "AUTO":
+			c.drop(p, src, "tend prints the output on its own stdout; a log.file needs a path")
+		default:
+			k.stdoutLog = k.x.plain(v, src, p+".log.file")
+			k.ct.Log = &spec.Log{File: k.stdoutLog}
+			c.approx(p+".log.file", src, "tend also prints the lines on its stdout")
+		}
+	case "stdout_logfile_maxbytes", "stdout_logfile_backups", "stderr_logfile_maxbytes", "stderr_logfile_backups", "stderr_logfile":
+		k.logKeys = append(k.logKeys, key)
+	case "serverurl", "stdout_capture_maxbytes", "stdout_events_enabled", "stdout_syslog",
+		"stderr_capture_maxbytes", "stderr_events_enabled", "stderr_syslog":
+		c.drop(p, src, "tend has no such setting")
+	default:
+		return false
+	}
+	return true
+}
+
+// stopPolicy writes the stop policy: stopsignal (or SIGTERM), then SIGKILL after
+// stopwaitsecs.
+func (k *svProgramKeys) stopPolicy() {
+	sp := &spec.StopPolicy{}
+	k.ct.StopPolicy = sp
+	ms := k.stopWait * 1000
+	if k.stopSignal != "" {
+		sp.UnixSignal = &spec.UnixSignal{Signal: "SIG" + k.stopSignal}
 		sp.MaxTries = spec.Some(1)
 		sp.TimeLimit = &spec.TimeLimit{MinRestartPeriodMs: spec.Some(ms), MaxRestartPeriodMs: spec.Some(ms)}
-		c.note(p+".stop_policy", "stopsignal, then SIGKILL after stopwaitsecs")
+		k.c.note(k.p+".stop_policy", "stopsignal, then SIGKILL after stopwaitsecs")
 	} else {
 		sp.TermTimeoutMs = spec.Some(ms)
-		c.note(p+".stop_policy", "SIGTERM, then SIGKILL after stopwaitsecs")
+		k.c.note(k.p+".stop_policy", "SIGTERM, then SIGKILL after stopwaitsecs")
 	}
 }
 

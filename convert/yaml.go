@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tend-sh/tend/spec"
 )
 
 // node is a YAML node of a foreign file with its path in that file's terms.
@@ -167,18 +169,6 @@ func (y node) isNull() bool {
 	return y.n.Kind == yaml.ScalarNode && y.n.ShortTag() == "!!null"
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "nothing"
-}
-
 // field is one key of a mapping and its value.
 type field struct {
 	key string
@@ -190,7 +180,7 @@ type field struct {
 func (c *conv) fields(y node) []field {
 	if y.n.Kind != yaml.MappingNode {
 		if !y.isNull() {
-			c.errorf(y.src(), "must be a mapping, got %s", kindName(y.n))
+			c.errorf(y.src(), "must be a mapping, got %s", spec.DescribeNode(y.n))
 		}
 		return nil
 	}
@@ -241,7 +231,7 @@ func withLine(n *yaml.Node, line int) *yaml.Node {
 func (c *conv) items(y node) []node {
 	if y.n.Kind != yaml.SequenceNode {
 		if !y.isNull() {
-			c.errorf(y.src(), "must be a list, got %s", kindName(y.n))
+			c.errorf(y.src(), "must be a list, got %s", spec.DescribeNode(y.n))
 		}
 		return nil
 	}
@@ -255,7 +245,7 @@ func (c *conv) items(y node) []node {
 // str is a scalar's text.
 func (c *conv) str(y node) (string, bool) {
 	if y.n.Kind != yaml.ScalarNode || y.isNull() {
-		c.errorf(y.src(), "must be a string, got %s", kindName(y.n))
+		c.errorf(y.src(), "must be a string, got %s", spec.DescribeNode(y.n))
 		return "", false
 	}
 	return y.n.Value, true
@@ -268,7 +258,7 @@ func (c *conv) integer(y node) (int64, bool) {
 			return v, true
 		}
 	}
-	c.errorf(y.src(), "must be an integer, got %s", kindName(y.n))
+	c.errorf(y.src(), "must be an integer, got %s", spec.DescribeNode(y.n))
 	return 0, false
 }
 
@@ -279,7 +269,7 @@ func (c *conv) number(y node) (float64, bool) {
 			return v, true
 		}
 	}
-	c.errorf(y.src(), "must be a number, got %s", kindName(y.n))
+	c.errorf(y.src(), "must be a number, got %s", spec.DescribeNode(y.n))
 	return 0, false
 }
 
@@ -294,7 +284,7 @@ func (c *conv) boolean(y node) (bool, bool) {
 			return false, true
 		}
 	}
-	c.errorf(y.src(), "must be true or false, got %s", kindName(y.n))
+	c.errorf(y.src(), "must be true or false, got %s", spec.DescribeNode(y.n))
 	return false, false
 }
 

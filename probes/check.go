@@ -148,18 +148,9 @@ const (
 // closed meanwhile is replaced at once, so it never fails a check; one is never
 // kept longer than maxConnAge.
 func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep *session, kind checkKind) string {
-	var req httpRequest
-	if keep != nil && keep.req.text != "" && sameHTTPGet(keep.req.handler, h) {
-		req = keep.req // the same handler every check: built once per probe
-	} else {
-		var detail string
-		if req, detail = newHTTPRequest(h, keep != nil); detail != "" {
-			return detail
-		}
-		if keep != nil {
-			keep.close() // opened for another request, if any
-			keep.req = req
-		}
+	req, detail := requestFor(h, keep)
+	if detail != "" {
+		return detail
 	}
 	hostPort := req.hostPort
 	var deadline time.Time
@@ -209,6 +200,23 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep 
 		_ = conn.Close()
 	}
 	return detail
+}
+
+// requestFor is the request of h: the one keep built for the same handler, or a new
+// one (which keep holds from then on); else why it cannot be made.
+func requestFor(h spec.HTTPGet, keep *session) (httpRequest, string) {
+	if keep != nil && keep.req.text != "" && sameHTTPGet(keep.req.handler, h) {
+		return keep.req, "" // the same handler every check: built once per probe
+	}
+	req, detail := newHTTPRequest(h, keep != nil)
+	if detail != "" {
+		return req, detail
+	}
+	if keep != nil {
+		keep.close() // opened for another request, if any
+		keep.req = req
+	}
+	return req, ""
 }
 
 // httpRequest is the request of an http_get handler, as written on the wire.

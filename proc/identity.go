@@ -91,6 +91,25 @@ func runShim(args []string) {
 			}
 		}
 	}
+	shimLimits(limits)
+	if creds != "" {
+		shimCredentials(creds)
+	}
+	if dir != "" {
+		if err := syscall.Chdir(dir); err != nil {
+			shimFail(126, "working directory %s: %v", dir, err)
+		}
+	}
+	err := syscall.Exec(path, argv, os.Environ())
+	code := 126
+	if err == syscall.ENOENT {
+		code = 127
+	}
+	shimFail(code, "exec %s: %v", path, err)
+}
+
+// shimLimits sets the rlimits of limits ("RESOURCE=SOFT:HARD,...").
+func shimLimits(limits string) {
 	for l := range strings.SplitSeq(limits, ",") {
 		if l == "" {
 			continue
@@ -106,41 +125,32 @@ func runShim(args []string) {
 			shimFail(126, "set rlimit %s: %v", spec.RlimitName(res), err)
 		}
 	}
-	if creds != "" {
-		var uid, gid int
-		var groups string
-		parts := strings.SplitN(creds, ":", 3)
-		uid, _ = strconv.Atoi(parts[0])
-		gid, _ = strconv.Atoi(parts[1])
-		groups = parts[2]
-		gids := []int{}
-		for g := range strings.SplitSeq(groups, ",") {
-			if n, err := strconv.Atoi(g); err == nil {
-				gids = append(gids, n)
-			}
-		}
-		// The Go runtime applies these to every thread of the shim.
-		if err := syscall.Setgroups(gids); err != nil {
-			shimFail(126, "setgroups: %v", err)
-		}
-		if err := syscall.Setgid(gid); err != nil {
-			shimFail(126, "setgid %d: %v", gid, err)
-		}
-		if err := syscall.Setuid(uid); err != nil {
-			shimFail(126, "setuid %d: %v", uid, err)
+}
+
+// shimCredentials becomes the user of creds ("UID:GID:GID,GID...").
+func shimCredentials(creds string) {
+	var uid, gid int
+	var groups string
+	parts := strings.SplitN(creds, ":", 3)
+	uid, _ = strconv.Atoi(parts[0])
+	gid, _ = strconv.Atoi(parts[1])
+	groups = parts[2]
+	gids := []int{}
+	for g := range strings.SplitSeq(groups, ",") {
+		if n, err := strconv.Atoi(g); err == nil {
+			gids = append(gids, n)
 		}
 	}
-	if dir != "" {
-		if err := syscall.Chdir(dir); err != nil {
-			shimFail(126, "working directory %s: %v", dir, err)
-		}
+	// The Go runtime applies these to every thread of the shim.
+	if err := syscall.Setgroups(gids); err != nil {
+		shimFail(126, "setgroups: %v", err)
 	}
-	err := syscall.Exec(path, argv, os.Environ())
-	code := 126
-	if err == syscall.ENOENT {
-		code = 127
+	if err := syscall.Setgid(gid); err != nil {
+		shimFail(126, "setgid %d: %v", gid, err)
 	}
-	shimFail(code, "exec %s: %v", path, err)
+	if err := syscall.Setuid(uid); err != nil {
+		shimFail(126, "setuid %d: %v", uid, err)
+	}
 }
 
 func shimFail(code int, format string, args ...any) {

@@ -257,7 +257,7 @@ func (r *dynamic) freePath(revision int64) string {
 	return p
 }
 
-// stage makes the version d asks for present in storage_dir: a kept version with
+// stageDynamic makes the version d asks for present in storage_dir: a kept version with
 // the same url set, or a new download into storage_dir/<revision>. It does not
 // touch the destination.
 func (m *Manager) stageDynamic(ctx context.Context, r *dynamic, d spec.DynamicResource, rounds int) (version, error) {

@@ -32,7 +32,7 @@ func (o Options) limitsFor(n int64) extractLimits {
 	return extractLimits{bytes: max(o.MinExtractBound, o.MaxExtractRatio*n), entries: o.MaxExtractEntries, nameBytes: o.MaxExtractNameBytes}
 }
 
-// Extract unpacks the .tar, .tar.gz/.tgz or .zip archive at archive (told apart by
+// extract unpacks the .tar, .tar.gz/.tgz or .zip archive at archive (told apart by
 // their first bytes, not their names) into the existing empty directory root.
 // Entries with absolute paths or ".." components, entries below a symlink, and
 // symlinks or hardlinks that lead outside root are rejected; device files and fifos

@@ -169,11 +169,11 @@ func (r *static) adopt() bool {
 	return true
 }
 
-// stage fetches the resource (unless adopt allows keeping what is in place) and
-// returns a verified file or extracted directory beside the target, or "" when the
-// target is already right. A file another resource with the same checksum has is
-// copied instead of downloaded (copyLocal). rounds bounds the rounds over all URLs
-// (0: until ctx ends).
+// stageStatic fetches the resource (unless mayAdopt and adoptStatic keep what is in
+// place) and returns a verified file or extracted directory beside the target, or ""
+// when the target is already right. A file another resource with the same checksum
+// has is copied instead of downloaded (copyLocal). rounds bounds the rounds over all
+// URLs (0: until ctx ends).
 func (m *Manager) stageStatic(ctx context.Context, r *static, rounds int, mayAdopt bool) (string, error) {
 	removeStale(r.dir, r.spec.Name)
 	if mayAdopt {

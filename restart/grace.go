@@ -29,79 +29,72 @@ func Grace(s *spec.Spec) (time.Duration, error) {
 }
 
 // LongestShutdown is the longest a shutdown of s can take, the way the stop sequence
-// runs (docs/reference.md "Stop sequence", "depends_on"): containers stop at once,
-// except that a container's stop begins only once every container that depends on it
-// has finished (its destroy included), so times add up along depends_on chains; and a
-// WAIT container's SIGTERM waits for the IGNORE containers that are neither its
-// dependencies nor its dependents to reach theirs.
+// runs (docs/reference.md "Stop sequence", "depends_on") in the order of s's stop plan
+// (spec.StopPlan, which the supervisor stops by): containers stop at once, except
+// that a container's stop begins only once every container in its After has finished
+// (its destroy included), so times add up along depends_on chains; and a WAIT
+// container's SIGTERM waits for the IGNORE containers in its Counts to reach theirs.
 func LongestShutdown(s *spec.Spec) (time.Duration, error) {
-	g := shutdownGraph{s: s, stops: map[string]containerStop{}, start: map[string]time.Duration{}, busy: map[string]bool{}}
+	g := shutdownGraph{s: s, plan: s.StopPlan(), stops: make([]containerStop, len(s.Containers))}
 	for i := range s.Containers {
 		st, err := stopOf(&s.Containers[i], fmt.Sprintf("containers[%d]", i))
 		if err != nil {
 			return 0, err
 		}
-		g.stops[s.Containers[i].Name] = st
+		g.stops[i] = st
 	}
+	g.term = make([]time.Duration, len(s.Containers))
+	g.finish = make([]time.Duration, len(s.Containers))
+	g.state = make([]visit, len(s.Containers))
 	var longest time.Duration
 	for i := range s.Containers {
-		longest = max(longest, g.finish(&s.Containers[i]))
+		g.visit(i)
+		longest = max(longest, g.finish[i])
 	}
 	return longest, nil
 }
 
-// shutdownGraph computes when each container's stop begins and ends, from the
-// moment the shutdown begins.
+// shutdownGraph computes when each container's stop reaches its TERM and ends, from
+// the moment the shutdown begins, along the waits of the stop plan.
 type shutdownGraph struct {
-	s     *spec.Spec
-	stops map[string]containerStop
-	start map[string]time.Duration // memo of startOf
-	busy  map[string]bool          // on the recursion's path (validation forbids cycles)
+	s      *spec.Spec
+	plan   spec.StopPlan
+	stops  []containerStop
+	term   []time.Duration // when container i sends its TERM at the latest
+	finish []time.Duration // when container i's stop (and destroy) has ended at the latest
+	state  []visit
 }
 
-// startOf is when c's stop begins: once its dependents have finished.
-func (g *shutdownGraph) startOf(c *spec.Container) time.Duration {
-	if at, ok := g.start[c.Name]; ok {
-		return at
-	}
-	if g.busy[c.Name] {
-		return 0
-	}
-	g.busy[c.Name] = true
-	var at time.Duration
-	for _, d := range g.s.Dependents(c.Name) {
-		at = max(at, g.finish(g.container(d)))
-	}
-	g.busy[c.Name] = false
-	g.start[c.Name] = at
-	return at
-}
+type visit uint8
 
-// finish is when c's stop (and destroy) has ended at the latest.
-func (g *shutdownGraph) finish(c *spec.Container) time.Duration {
-	st := g.stops[c.Name]
-	begin := g.startOf(c)
+const (
+	unvisited visit = iota
+	visiting        // on the recursion's path: only a spec with a cycle, which Load refuses, comes back to it
+	visited
+)
+
+// visit computes term[i] and finish[i] once those of every container i waits for are known.
+func (g *shutdownGraph) visit(i int) {
+	if g.state[i] != unvisited {
+		return
+	}
+	g.state[i] = visiting
+	st := g.stops[i]
+	var begin time.Duration
+	for _, j := range g.plan.After[i] {
+		g.visit(j)
+		begin = max(begin, g.finish[j])
+	}
 	term := add(begin, st.untilTerm)
-	if c.TermBarrier == spec.BarrierWait && !st.signalOnly {
-		for i := range g.s.Containers {
-			o := &g.s.Containers[i]
-			if o.Name == c.Name || o.TermBarrier == spec.BarrierWait ||
-				g.s.DependsOn(c.Name, o.Name) || g.s.DependsOn(o.Name, c.Name) {
-				continue
-			}
-			term = max(term, add(g.startOf(o), g.stops[o.Name].untilTerm))
+	if g.s.Containers[i].TermBarrier == spec.BarrierWait && !st.signalOnly {
+		for _, k := range g.plan.Counts[i] {
+			g.visit(k)
+			term = max(term, g.term[k])
 		}
 	}
-	return add(add(term, st.afterTerm), st.destroy)
-}
-
-func (g *shutdownGraph) container(name string) *spec.Container {
-	for i := range g.s.Containers {
-		if g.s.Containers[i].Name == name {
-			return &g.s.Containers[i]
-		}
-	}
-	return nil
+	g.term[i] = term
+	g.finish[i] = add(add(term, st.afterTerm), st.destroy)
+	g.state[i] = visited
 }
 
 // containerStop is the worst case of one container's stop sequence, in parts.

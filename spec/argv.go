@@ -47,78 +47,37 @@ func envLookup(env []string) func(string) (string, bool) {
 	}
 }
 
-// split is the word splitter behind Argv; lookup resolves $VAR.
+// split is the word splitter behind Argv; lookup resolves $VAR. The loop is the
+// splitter's state machine over the bytes of s; quoted text and expansions are
+// handled by the words' methods.
 func split(s string, lookup func(string) (string, bool)) ([]string, error) {
-	var (
-		words []string
-		word  strings.Builder
-		// inWord: the current word exists even if empty (it had quotes or text).
-		inWord bool
-	)
-	flush := func() {
-		if inWord {
-			words = append(words, word.String())
-		}
-		word.Reset()
-		inWord = false
-	}
+	var w words
 	for i := 0; i < len(s); i++ {
 		ch := s[i]
 		switch {
 		case ch == ' ' || ch == '\t' || ch == '\n':
-			flush()
+			w.flush()
 		case ch == '\\':
 			if i+1 >= len(s) {
 				return nil, errors.New("trailing backslash")
 			}
 			i++
 			if s[i] != '\n' { // backslash-newline is a line continuation
-				word.WriteByte(s[i])
-				inWord = true
+				w.add(s[i : i+1])
 			}
 		case ch == '\'':
 			end := strings.IndexByte(s[i+1:], '\'')
 			if end < 0 {
 				return nil, fmt.Errorf("unterminated single quote at offset %d", i)
 			}
-			word.WriteString(s[i+1 : i+1+end])
-			inWord = true
+			w.add(s[i+1 : i+1+end])
 			i += 1 + end
 		case ch == '"':
-			inWord = true
-			closed := false
-			for i++; i < len(s); i++ {
-				c := s[i]
-				if c == '"' {
-					closed = true
-					break
-				}
-				switch c {
-				case '\\':
-					if i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
-						i++
-						if s[i] != '\n' {
-							word.WriteByte(s[i])
-						}
-						continue
-					}
-					word.WriteByte(c)
-				case '`':
-					return nil, ErrCommandSubstitution
-				case '$':
-					val, n, err := dollar(s[i:], lookup)
-					if err != nil {
-						return nil, err
-					}
-					word.WriteString(val)
-					i += n - 1
-				default:
-					word.WriteByte(c)
-				}
+			n, err := w.doubleQuoted(s[i:], lookup)
+			if err != nil {
+				return nil, err
 			}
-			if !closed {
-				return nil, errors.New("unterminated double quote")
-			}
+			i += n - 1
 		case ch == '`':
 			return nil, ErrCommandSubstitution
 		case ch == '$':
@@ -128,39 +87,97 @@ func split(s string, lookup func(string) (string, bool)) ([]string, error) {
 			}
 			i += n - 1
 			if n == 1 { // a lone $ is literal
-				word.WriteByte('$')
-				inWord = true
+				w.add("$")
 				continue
 			}
-			// An unquoted expansion is split at blanks: its first field joins the
-			// current word, its last one starts the word that goes on after it.
-			fields := strings.Fields(val)
-			if len(fields) == 0 {
-				if val != "" { // only blanks: a word boundary
-					flush()
-				}
-				continue
-			}
-			if startsBlank(val) {
-				flush()
-			}
-			for j, f := range fields {
-				if j > 0 {
-					flush()
-				}
-				word.WriteString(f)
-				inWord = true
-			}
-			if endsBlank(val) {
-				flush()
-			}
+			w.expansion(val)
 		default:
-			word.WriteByte(ch)
-			inWord = true
+			w.add(s[i : i+1])
 		}
 	}
-	flush()
-	return words, nil
+	w.flush()
+	return w.list, nil
+}
+
+// words are the words split so far and the one being built.
+type words struct {
+	list []string
+	word strings.Builder
+	// inWord: the current word exists even if empty (it had quotes or text).
+	inWord bool
+}
+
+// add appends text to the current word, which exists from then on.
+func (w *words) add(text string) {
+	w.word.WriteString(text)
+	w.inWord = true
+}
+
+// flush ends the current word, if there is one.
+func (w *words) flush() {
+	if w.inWord {
+		w.list = append(w.list, w.word.String())
+	}
+	w.word.Reset()
+	w.inWord = false
+}
+
+// doubleQuoted adds the "..." at the start of s to the current word: \ escapes only
+// $ ` " \ and newline, $ expands, a backquote is refused. It returns how many bytes
+// it used, the closing quote included.
+func (w *words) doubleQuoted(s string, lookup func(string) (string, bool)) (int, error) {
+	w.inWord = true
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"':
+			return i + 1, nil
+		case '\\':
+			if i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+				i++
+				if s[i] != '\n' {
+					w.word.WriteByte(s[i])
+				}
+				continue
+			}
+			w.word.WriteByte(c)
+		case '`':
+			return 0, ErrCommandSubstitution
+		case '$':
+			val, n, err := dollar(s[i:], lookup)
+			if err != nil {
+				return 0, err
+			}
+			w.word.WriteString(val)
+			i += n - 1
+		default:
+			w.word.WriteByte(c)
+		}
+	}
+	return 0, errors.New("unterminated double quote")
+}
+
+// expansion adds the value of an unquoted expansion, split at blanks: its first
+// field joins the current word, its last one starts the word that goes on after it.
+func (w *words) expansion(val string) {
+	fields := strings.Fields(val)
+	if len(fields) == 0 {
+		if val != "" { // only blanks: a word boundary
+			w.flush()
+		}
+		return
+	}
+	if startsBlank(val) {
+		w.flush()
+	}
+	for j, f := range fields {
+		if j > 0 {
+			w.flush()
+		}
+		w.add(f)
+	}
+	if endsBlank(val) {
+		w.flush()
+	}
 }
 
 func startsBlank(s string) bool { return s != "" && strings.IndexByte(" \t\n", s[0]) >= 0 }

@@ -57,7 +57,7 @@ func decode(data []byte, c *collector) (*Spec, error) {
 		return nil, errors.New("the document is empty")
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("the top level must be a mapping, got %s (line %d)", describe(root), root.Line)
+		return nil, fmt.Errorf("the top level must be a mapping, got %s (line %d)", DescribeNode(root), root.Line)
 	}
 
 	w := walker{c: c}
@@ -208,8 +208,9 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
-// describe names a node's kind for messages.
-func describe(n *yaml.Node) string {
+// DescribeNode names a YAML node's kind for messages ("must be a list, got a
+// mapping"), a scalar by its value cut to 40 characters; the converters use it too.
+func DescribeNode(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
@@ -267,7 +268,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 		w.mapping(n, t, path)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			w.c.structf(path, n.Line, "must be a list, got %s", describe(n))
+			w.c.structf(path, n.Line, "must be a list, got %s", DescribeNode(n))
 			return
 		}
 		for i, item := range n.Content {
@@ -275,7 +276,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			w.c.structf(path, n.Line, "must be a mapping, got %s", describe(n))
+			w.c.structf(path, n.Line, "must be a mapping, got %s", DescribeNode(n))
 			return
 		}
 		w.keys(n, path, func(key string, value *yaml.Node) {
@@ -289,7 +290,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 // mapping checks a struct-typed node: every key must name a field.
 func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
 	if n.Kind != yaml.MappingNode {
-		w.c.structf(path, n.Line, "must be a mapping, got %s", describe(n))
+		w.c.structf(path, n.Line, "must be a mapping, got %s", DescribeNode(n))
 		return
 	}
 	fields := yamlFields(t)
@@ -335,7 +336,7 @@ func (w *walker) keys(n *yaml.Node, path string, f func(key string, value *yaml.
 			k = k.Alias
 		}
 		if k.Kind != yaml.ScalarNode {
-			w.c.structf(path, k.Line, "a key must be a string, got %s", describe(k))
+			w.c.structf(path, k.Line, "a key must be a string, got %s", DescribeNode(k))
 			continue
 		}
 		if k.Value == "<<" && k.ShortTag() == "!!merge" {
@@ -372,11 +373,11 @@ func (w *walker) command(n *yaml.Node, path string) {
 				item = item.Alias
 			}
 			if item.Kind != yaml.ScalarNode || isNull(item) {
-				w.c.structf(index(path, i), item.Line, "must be a string, got %s", describe(item))
+				w.c.structf(index(path, i), item.Line, "must be a string, got %s", DescribeNode(item))
 			}
 		}
 	default:
-		w.c.structf(path, n.Line, "must be a string or a list of strings, got %s", describe(n))
+		w.c.structf(path, n.Line, "must be a string or a list of strings, got %s", DescribeNode(n))
 	}
 }
 
@@ -387,7 +388,7 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, path string) {
 		reflect.Int: "an integer", reflect.Int64: "an integer", reflect.Float64: "a number",
 	}[t.Kind()]
 	if n.Kind != yaml.ScalarNode {
-		w.c.structf(path, n.Line, "must be %s, got %s", want, describe(n))
+		w.c.structf(path, n.Line, "must be %s, got %s", want, DescribeNode(n))
 		return
 	}
 	if t.Kind() == reflect.String {
@@ -398,7 +399,7 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, path string) {
 	// go-yaml would truncate 1.5 into an int; only a float field takes both.
 	tagOK := tag == tags[t.Kind()] || (t.Kind() == reflect.Float64 && tag == "!!int")
 	if err := n.Decode(reflect.New(t).Interface()); err != nil || !tagOK {
-		w.c.structf(path, n.Line, "must be %s, got %s", want, describe(n))
+		w.c.structf(path, n.Line, "must be %s, got %s", want, DescribeNode(n))
 	}
 }
 

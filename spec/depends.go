@@ -42,29 +42,8 @@ func (s *Spec) Dependents(name string) []string {
 
 // DependsOn reports whether container a depends on container b directly or through
 // others. A WAIT container does not wait at the TERM barrier for such a b: b stops
-// after it (docs/reference.md "depends_on").
-func (s *Spec) DependsOn(a, b string) bool {
-	byName := s.containersByName()
-	seen := map[string]bool{a: true}
-	stack := []string{a}
-	for len(stack) > 0 {
-		c := byName[stack[len(stack)-1]]
-		stack = stack[:len(stack)-1]
-		if c == nil {
-			continue
-		}
-		for dep := range c.DependsOn {
-			if dep == b {
-				return true
-			}
-			if !seen[dep] {
-				seen[dep] = true
-				stack = append(stack, dep)
-			}
-		}
-	}
-	return false
-}
+// after it (docs/reference.md "depends_on"; StopPlan).
+func (s *Spec) DependsOn(a, b string) bool { return dependsOn(s.dependencyGraph(), a, b) }
 
 // DependencyOrder lists the containers so that each comes after every container it
 // depends on, otherwise in spec order: the order of starting; shutdown goes in reverse.
@@ -197,7 +176,26 @@ func (s *Spec) cycles() [][]string {
 		}
 		return out
 	}
-	// Tarjan's algorithm, in spec order.
+	position := map[string]int{}
+	names := make([]string, len(s.Containers))
+	for i := len(s.Containers) - 1; i >= 0; i-- {
+		position[s.Containers[i].Name] = i
+		names[i] = s.Containers[i].Name
+	}
+	comps := stronglyConnected(names, edges)
+
+	var cycles [][]string
+	for _, comp := range comps {
+		sort.Slice(comp, func(i, j int) bool { return position[comp[i]] < position[comp[j]] })
+		cycles = append(cycles, shortestCycle(comp[0], comp, edges))
+	}
+	sort.Slice(cycles, func(i, j int) bool { return position[cycles[i][0]] < position[cycles[j][0]] })
+	return cycles
+}
+
+// stronglyConnected finds the strongly connected components of more than one
+// vertex of the graph edges, by Tarjan's algorithm from each of names in order.
+func stronglyConnected(names []string, edges func(string) []string) [][]string {
 	var (
 		counter  int
 		order    = map[string]int{}
@@ -237,23 +235,12 @@ func (s *Spec) cycles() [][]string {
 			comps = append(comps, comp)
 		}
 	}
-	position := map[string]int{}
-	for i := len(s.Containers) - 1; i >= 0; i-- {
-		position[s.Containers[i].Name] = i
-	}
-	for i := range s.Containers {
-		if _, seen := order[s.Containers[i].Name]; !seen {
-			strongly(s.Containers[i].Name)
+	for _, name := range names {
+		if _, seen := order[name]; !seen {
+			strongly(name)
 		}
 	}
-
-	var cycles [][]string
-	for _, comp := range comps {
-		sort.Slice(comp, func(i, j int) bool { return position[comp[i]] < position[comp[j]] })
-		cycles = append(cycles, shortestCycle(comp[0], comp, edges))
-	}
-	sort.Slice(cycles, func(i, j int) bool { return position[cycles[i][0]] < position[cycles[j][0]] })
-	return cycles
+	return comps
 }
 
 // shortestCycle is the shortest path from start back to start within comp (a

@@ -396,7 +396,7 @@ func (w *walker) rlimit(n *yaml.Node, path string) {
 	case yaml.MappingNode:
 		w.mapping(n, rlimitType, path)
 	default:
-		w.c.structf(path, n.Line, "must be a number, unlimited or {soft, hard}, got %s", describe(n))
+		w.c.structf(path, n.Line, "must be a number, unlimited or {soft, hard}, got %s", DescribeNode(n))
 	}
 }
 

@@ -123,7 +123,7 @@ func (c Cores) MarshalYAML() (any, error) {
 func (w *walker) quantity(n *yaml.Node, t reflect.Type, path string) {
 	var v any
 	if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {
-		w.c.structf(path, n.Line, "must be a number or a string with a unit, got %s", describe(n))
+		w.c.structf(path, n.Line, "must be a number or a string with a unit, got %s", DescribeNode(n))
 		return
 	}
 	if err := reflect.New(t).Interface().(quantity).parse(v); err != nil {

@@ -139,7 +139,8 @@ func neverHolds(d spec.Dependency, st status.Container) string {
 }
 
 // stopInOrder stops cs in reverse order of their dependencies with the TERM barriers
-// on top (planStop). kill (when done) ends every wait at once; destroy says whose
+// on top (spec.PlanStop, over the depends_on of the running and the stopping
+// containers). kill (when done) ends every wait at once; destroy says whose
 // destroy_policy runs.
 func (sv *Supervisor) stopInOrder(cs []*container.Container, kill context.Context, destroy func(*container.Container) bool) {
 	deps := map[string][]string{}
@@ -153,9 +154,9 @@ func (sv *Supervisor) stopInOrder(cs []*container.Container, kill context.Contex
 	for i, c := range cs {
 		names[i], waits[i] = c.Name(), c.Spec().TermBarrier == spec.BarrierWait
 	}
-	plan := planStop(names, waits, deps)
+	plan := spec.PlanStop(names, waits, deps)
 	barriers := make([][]*container.Barrier, len(cs))
-	for w, counted := range plan.counts {
+	for w, counted := range plan.Counts {
 		if !waits[w] {
 			continue
 		}
@@ -167,12 +168,12 @@ func (sv *Supervisor) stopInOrder(cs []*container.Container, kill context.Contex
 	}
 	for i, c := range cs {
 		op := container.StopOp{Barriers: barriers[i], Kill: kill, Destroy: destroy(c)}
-		if len(plan.after[i]) == 0 {
+		if len(plan.After[i]) == 0 {
 			c.Shutdown(op)
 			continue
 		}
 		go func() {
-			for _, j := range plan.after[i] {
+			for _, j := range plan.After[i] {
 				select {
 				case <-cs[j].Done():
 				case <-kill.Done(): // a second signal: everything at once
@@ -181,89 +182,4 @@ func (sv *Supervisor) stopInOrder(cs []*container.Container, kill context.Contex
 			c.Shutdown(op)
 		}()
 	}
-}
-
-// stopPlan is the order of one stop operation over its members (by index).
-type stopPlan struct {
-	after  [][]int // after[i]: the members that must have finished before i's stop begins
-	counts [][]int // counts[w]: the IGNORE members whose TERM the WAIT member w waits for
-}
-
-// planStop orders the stop of the containers names (waits: term_barrier WAIT), whose
-// depends_on are deps (docs/reference.md "depends_on"): a container's stop sequence begins once
-// every member that depends on it, directly or through others, has finished. Each
-// WAIT container waits for the TERM of every IGNORE member except its own
-// dependencies (they stop after it) and, so that no two waits can close a circle,
-// any whose stop already waits for it through the others (WAIT containers in spec
-// order claim theirs first).
-func planStop(names []string, waits []bool, deps map[string][]string) stopPlan {
-	n := len(names)
-	p := stopPlan{after: make([][]int, n), counts: make([][]int, n)}
-	// on[i][j]: i waits for j, to finish or to reach its TERM.
-	on := make([][]bool, n)
-	for i := range on {
-		on[i] = make([]bool, n)
-	}
-	for i := range names {
-		for j := range names {
-			if i != j && dependsOn(deps, names[j], names[i]) {
-				on[i][j] = true
-				p.after[i] = append(p.after[i], j)
-			}
-		}
-	}
-	for w := range names {
-		if !waits[w] {
-			continue
-		}
-		for k := range names {
-			if k == w || waits[k] || dependsOn(deps, names[w], names[k]) || reaches(on, k, w) {
-				continue
-			}
-			on[w][k] = true
-			p.counts[w] = append(p.counts[w], k)
-		}
-	}
-	return p
-}
-
-// dependsOn reports whether a depends on b directly or through others in deps.
-func dependsOn(deps map[string][]string, a, b string) bool {
-	seen := map[string]bool{a: true}
-	stack := []string{a}
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, d := range deps[x] {
-			if d == b {
-				return true
-			}
-			if !seen[d] {
-				seen[d] = true
-				stack = append(stack, d)
-			}
-		}
-	}
-	return false
-}
-
-// reaches reports whether from waits, through any chain, for to.
-func reaches(waits [][]bool, from, to int) bool {
-	seen := make([]bool, len(waits))
-	stack := []int{from}
-	seen[from] = true
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if x == to {
-			return true
-		}
-		for y, w := range waits[x] {
-			if w && !seen[y] {
-				seen[y] = true
-				stack = append(stack, y)
-			}
-		}
-	}
-	return false
 }

@@ -261,12 +261,10 @@ func (sv *Supervisor) preparing(ctx context.Context, signals <-chan os.Signal, s
 		case err := <-prepared:
 			return queued, sv.prepared(err)
 		case sig := <-signals:
-			switch sig {
-			case syscall.SIGTERM, syscall.SIGINT:
-				sv.log.Info().Str("signal", sig.String()).Msg("shutdown requested while preparing")
+			switch sv.onSignal(phasePreparing, sig) {
+			case signalStop:
 				return queued, abort(0, nil)
-			case syscall.SIGHUP:
-				sv.log.Info().Msg("reload queued until preparing ends")
+			case signalReload:
 				queued = append(queued, request{kind: reqReload})
 			}
 		case req := <-sv.requests:
@@ -332,16 +330,11 @@ func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, s
 	for {
 		select {
 		case sig := <-signals:
-			switch sig {
-			case syscall.SIGTERM, syscall.SIGINT:
-				sv.log.Info().Str("signal", sig.String()).Msg("shutdown requested")
+			switch sv.onSignal(phaseRunning, sig) {
+			case signalStop:
 				return sv.shutdown(signals, 0), nil
-			case syscall.SIGHUP:
+			case signalReload:
 				sv.reload(request{kind: reqReload})
-			case syscall.SIGUSR1, syscall.SIGUSR2:
-				for _, c := range sv.current() {
-					c.Signal(sig.(syscall.Signal))
-				}
 			}
 		case req := <-sv.requests:
 			if req.kind == reqShutdown {
@@ -620,8 +613,7 @@ func (sv *Supervisor) shutdown(signals <-chan os.Signal, code int) int {
 			case <-c.Done():
 				break wait
 			case sig := <-signals:
-				if sig == syscall.SIGTERM || sig == syscall.SIGINT {
-					sv.log.Warn().Str("signal", sig.String()).Msg("second signal: killing everything now")
+				if sv.onSignal(phaseStopping, sig) == signalKill {
 					kill()
 				}
 			case req := <-sv.requests:

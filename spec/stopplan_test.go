@@ -1,39 +1,39 @@
-package supervisor
+package spec
 
 import (
 	"slices"
 	"testing"
 )
 
-// planStop orders dependencies after their dependents and keeps TERM barrier waits
+// PlanStop orders dependencies after their dependents and keeps TERM barrier waits
 // from closing a circle with that order.
 func TestPlanStop(t *testing.T) {
 	// db <- api (WAIT) and an unrelated worker: api waits for worker's TERM, not
 	// db's; db's stop waits for api.
-	p := planStop([]string{"db", "api", "worker"}, []bool{false, true, false},
+	p := PlanStop([]string{"db", "api", "worker"}, []bool{false, true, false},
 		map[string][]string{"api": {"db"}})
-	if !slices.Equal(p.after[0], []int{1}) || len(p.after[1]) != 0 || len(p.after[2]) != 0 {
-		t.Errorf("after = %v, want db after api only", p.after)
+	if !slices.Equal(p.After[0], []int{1}) || len(p.After[1]) != 0 || len(p.After[2]) != 0 {
+		t.Errorf("after = %v, want db after api only", p.After)
 	}
-	if !slices.Equal(p.counts[1], []int{2}) {
-		t.Errorf("api's barrier counts %v, want [worker]", p.counts[1])
+	if !slices.Equal(p.Counts[1], []int{2}) {
+		t.Errorf("api's barrier counts %v, want [worker]", p.Counts[1])
 	}
 
 	// w1 (WAIT) depends on i2, d (WAIT) on i1. w1 may wait for i1's TERM, but then d
 	// must not wait for i2's: i2 waits for w1 to finish, w1 for i1, i1 for d.
 	names := []string{"w1", "i1", "d", "i2"}
-	p = planStop(names, []bool{true, false, true, false}, map[string][]string{"w1": {"i2"}, "d": {"i1"}})
-	if !slices.Equal(p.counts[0], []int{1}) || len(p.counts[2]) != 0 {
-		t.Errorf("counts = %v, want w1: [i1], d: []", p.counts)
+	p = PlanStop(names, []bool{true, false, true, false}, map[string][]string{"w1": {"i2"}, "d": {"i1"}})
+	if !slices.Equal(p.Counts[0], []int{1}) || len(p.Counts[2]) != 0 {
+		t.Errorf("counts = %v, want w1: [i1], d: []", p.Counts)
 	}
 	// The whole wait graph has no cycle.
 	on := make([][]bool, len(names))
 	for i := range on {
 		on[i] = make([]bool, len(names))
-		for _, j := range p.after[i] {
+		for _, j := range p.After[i] {
 			on[i][j] = true
 		}
-		for _, j := range p.counts[i] {
+		for _, j := range p.Counts[i] {
 			on[i][j] = true
 		}
 	}

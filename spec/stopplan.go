@@ -1,0 +1,118 @@
+package spec
+
+// The stop order (docs/reference.md "depends_on", "Stop sequence"): one rule, used by
+// the supervisor when it stops containers and by `tend render --grace` when it adds
+// up the longest shutdown.
+
+// StopPlan is the order of one stop operation over its members, by index.
+type StopPlan struct {
+	// After[i] are the members that must have finished (destroy included) before
+	// member i's stop sequence begins: those that depend on it.
+	After [][]int
+	// Counts[w] are the IGNORE members whose TERM the WAIT member w waits for at
+	// its TERM barrier.
+	Counts [][]int
+}
+
+// PlanStop orders the stop of the containers names (waits[i]: names[i] has
+// term_barrier WAIT), whose depends_on are deps (name -> the names it depends on; it
+// may name containers outside the stop, such as those a reload keeps running): a
+// container's stop sequence begins once every member that depends on it, directly or
+// through others, has finished. Each WAIT container waits for the TERM of every
+// IGNORE member except its own dependencies (they stop after it) and, so that no two
+// waits can close a circle, any whose stop already waits for it through the others
+// (WAIT containers in the order of names claim theirs first).
+func PlanStop(names []string, waits []bool, deps map[string][]string) StopPlan {
+	n := len(names)
+	p := StopPlan{After: make([][]int, n), Counts: make([][]int, n)}
+	// on[i][j]: i waits for j, to finish or to reach its TERM.
+	on := make([][]bool, n)
+	for i := range on {
+		on[i] = make([]bool, n)
+	}
+	for i := range names {
+		for j := range names {
+			if i != j && dependsOn(deps, names[j], names[i]) {
+				on[i][j] = true
+				p.After[i] = append(p.After[i], j)
+			}
+		}
+	}
+	for w := range names {
+		if !waits[w] {
+			continue
+		}
+		for k := range names {
+			if k == w || waits[k] || dependsOn(deps, names[w], names[k]) || reaches(on, k, w) {
+				continue
+			}
+			on[w][k] = true
+			p.Counts[w] = append(p.Counts[w], k)
+		}
+	}
+	return p
+}
+
+// StopPlan is the plan of a shutdown of every container of s: member i is
+// s.Containers[i].
+func (s *Spec) StopPlan() StopPlan {
+	names := make([]string, len(s.Containers))
+	waits := make([]bool, len(s.Containers))
+	for i := range s.Containers {
+		names[i], waits[i] = s.Containers[i].Name, s.Containers[i].TermBarrier == BarrierWait
+	}
+	return PlanStop(names, waits, s.dependencyGraph())
+}
+
+// dependencyGraph maps each container's name to the names in its depends_on (its
+// first container's, as everywhere else).
+func (s *Spec) dependencyGraph() map[string][]string {
+	deps := map[string][]string{}
+	for name, c := range s.inSpecOrder(s.containersByName()) {
+		for dep := range c.DependsOn {
+			deps[name] = append(deps[name], dep)
+		}
+	}
+	return deps
+}
+
+// dependsOn reports whether a depends on b directly or through others in deps.
+func dependsOn(deps map[string][]string, a, b string) bool {
+	seen := map[string]bool{a: true}
+	stack := []string{a}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, d := range deps[x] {
+			if d == b {
+				return true
+			}
+			if !seen[d] {
+				seen[d] = true
+				stack = append(stack, d)
+			}
+		}
+	}
+	return false
+}
+
+// reaches reports whether from waits, through any chain, for to.
+func reaches(waits [][]bool, from, to int) bool {
+	seen := make([]bool, len(waits))
+	stack := []int{from}
+	seen[from] = true
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if x == to {
+			return true
+		}
+		for y, w := range waits[x] {
+			if w && !seen[y] {
+				seen[y] = true
+				stack = append(stack, y)
+			}
+		}
+	}
+	return false
+}
