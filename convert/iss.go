@@ -133,7 +133,7 @@ func (c *conv) issField(f field) {
 	case "configurationId":
 		c.drop("", src, "informational; tend names a spec by its revision")
 	case "container":
-		c.drop("", src, "Porto container constraints are not supported; tend reports its cgroup's limits in CPU_LIMIT and MEM_LIMIT")
+		c.issPorto(f.val)
 	case "properties":
 		c.issProperties(f.val)
 	default:
