@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tend-sh/tend/spec"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -35,7 +36,7 @@ func Detect(data []byte, name string) string {
 	if programSectionRe().Match(data) {
 		return Supervisord
 	}
-	if nodeBound(data) > maxParsed {
+	if spec.NodeBound(data) > maxParsed {
 		return detectLarge(data, name)
 	}
 	var doc yaml.Node
@@ -78,7 +79,7 @@ func procfileName(name string) bool {
 }
 
 // detectLarge tells the format of a file too large to parse just for that (see
-// nodeBound) by the words that would decide it: a foreign file that large is refused
+// spec.NodeBound) by the words that would decide it: a foreign file that large is refused
 // by its converter, which says so; anything else is left to tend's own loader.
 func detectLarge(data []byte, name string) string {
 	switch {

@@ -23,7 +23,7 @@ func (y node) src() Source { return Source{Path: y.path, Line: y.n.Line} }
 // parseYAML parses one YAML (or JSON) document; a syntax error is recorded with its
 // line and ok is false.
 func parseYAML(data []byte, c *conv) (node, bool) {
-	if n := nodeBound(data); n > maxParsed {
+	if n := spec.NodeBound(data); n > maxParsed {
 		c.errorf(Source{Line: 1}, "too large to convert: up to %d YAML nodes (at most %d)", n, maxNodes)
 		return node{}, false
 	}
@@ -65,23 +65,9 @@ const (
 	maxDepth = 64    // nesting, aliases followed
 )
 
-// maxParsed bounds nodeBound of a file parsed to convert it (or to tell its format):
+// maxParsed bounds spec.NodeBound of a file parsed to convert it (or to tell its format):
 // parsing costs some hundred bytes a node, and a 1 MB file can hold 500,000 ("[a,a,...").
 const maxParsed = 100_000
-
-// nodeBound is an upper bound on the YAML nodes in data, without parsing it: every
-// node but a line's first follows an indicator (, [ { : - ?), so lines plus those
-// characters count every node (and every such character inside a string too).
-func nodeBound(data []byte) int {
-	n := 1
-	for _, b := range data {
-		switch b {
-		case '\n', ',', '[', '{', ':', '-', '?':
-			n++
-		}
-	}
-	return n
-}
 
 // checkExpanded counts the nodes a walk of root visits, following every alias, before
 // anything is built from them: a few aliases can stand for millions of nodes (a

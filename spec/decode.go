@@ -27,6 +27,11 @@ const (
 // file name); unknown fields, duplicate keys and values of the wrong type are recorded
 // in c with their paths and lines, and decoding goes on so every one is reported.
 func decode(data []byte, c *collector) (*Spec, error) {
+	// Before parsing: yaml.v3 takes a few hundred bytes a node, and a 1 MB file can
+	// hold 500,000 of them ("[1,1,...").
+	if n := NodeBound(data); n > maxExpandedNodes {
+		return nil, fmt.Errorf("too large: up to %d YAML nodes (at most %d)", n, maxExpandedNodes)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -161,6 +166,20 @@ func lineText(data []byte, n int) string {
 		data = rest
 	}
 	return ""
+}
+
+// NodeBound is an upper bound on the YAML nodes in data, without parsing it: every
+// node but a line's first follows an indicator (, [ { : - ?), so lines plus those
+// characters count every node (and every such character inside a string too).
+func NodeBound(data []byte) int {
+	n := 1
+	for _, b := range data {
+		switch b {
+		case '\n', ',', '[', '{', ':', '-', '?':
+			n++
+		}
+	}
+	return n
 }
 
 // checkSize rejects documents nested deeper than maxDepth or larger than

@@ -421,11 +421,13 @@ func TestForeignBoundsMemory(t *testing.T) {
 		"sv.conf":   "[program:a]\ncommand=true\nnumprocs=1000000\nprocess_name=a%(process_num)d\n",
 		"Procfile":  strings.Repeat("web: ./server\n", 60000),
 		"flow.yaml": "processes: [" + strings.Repeat("a,", 450000) + "a]\n",
+		"tend.yaml": "containers: [" + strings.Repeat("1,", 450000) + "1]\n",
 	}
 	want := map[string]string{
 		"pc22.yaml": "excessive aliasing", "pc46.yaml": "excessive aliasing", "pod.yaml": "excessive aliasing",
 		"sv.conf":  "[program:a].numprocs: numprocs 1000000: tend converts at most 1000 containers",
 		"Procfile": "too large to convert", "flow.yaml": "too large to convert",
+		"tend.yaml": "too large",
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
