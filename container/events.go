@@ -28,14 +28,19 @@ func (l *loop) onCommand(cmd command) bool {
 		l.st.TargetState = spec.TargetRemoved
 		if cmd.request {
 			l.st.StoppedByRequest = true
+			l.record(status.Normal, status.ReasonStoppedByRequest, "tend stop")
 		}
 		return l.beginStop(StopOp{}, stateStopping)
 	case cmdStart:
+		if cmd.request {
+			l.record(status.Normal, status.ReasonStartedByRequest, "tend start")
+		}
 		l.st.TargetState = spec.TargetActive
 		l.st.StoppedByRequest = false
 		l.onStart()
 		l.publish()
 	case cmdRestart:
+		l.record(status.Normal, status.ReasonRestartedByRequest, "tend restart") // only the API restarts
 		l.st.TargetState = spec.TargetActive
 		l.st.StoppedByRequest = false
 		return l.onRestart()
@@ -197,6 +202,7 @@ func (l *loop) onProbe(ev probes.Event) {
 	default:
 		return // probes already stopped
 	}
+	l.recordProbe(ev)
 	if ev.Kind == probes.Startup {
 		l.onStartupProbe(ev)
 		return
@@ -340,6 +346,7 @@ func (l *loop) onDeadline() bool {
 	switch l.state {
 	case stateRunning:
 		l.log.Warn().Dur("max_run_ms", spec.Ms(l.sc.MaxRunMs)).Msg("deadline exceeded: stopping")
+		l.recordf(status.Warning, status.ReasonDeadlineExceeded, "ran longer than max_run_ms (%s): stopping", spec.Ms(l.sc.MaxRunMs))
 		return l.beginStop(StopOp{}, stateDeadlineStopping)
 	default:
 		return false // the run it was about has ended

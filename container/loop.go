@@ -99,6 +99,7 @@ type loop struct {
 	log    zerolog.Logger
 	state  state
 	st     status.Container // the status published; st.State is stateToStatus(state)
+	events []status.Event   // the events published (record), oldest first
 
 	// The running process, if any, and the last one started (for its output).
 	lastProc   *proc.Process
@@ -254,6 +255,7 @@ func (l *loop) startProcess() {
 	l.startHealth()
 	l.setState(stateRunning)
 	l.log.Info().Int("pid", pid).Int("restarts", l.st.Restarts).Msg("started")
+	l.recordf(status.Normal, status.ReasonStarted, "pid %d", pid)
 }
 
 // spawn starts the command's process, with what its probes need of it.
@@ -317,6 +319,7 @@ func (l *loop) restartOrEnd(restartIt bool, fails int) {
 	if delay > 0 {
 		l.st.NextStartAt = status.Ptr(now.Add(delay))
 		l.log.Info().Dur("delay_ms", delay).Int("fails", l.fails).Msg("backoff before restart")
+		l.recordf(status.Warning, status.ReasonBackOff, "next start in %s (%d failures in a row)", delay.Round(time.Millisecond), l.fails)
 	}
 	l.setState(stateBackoff)
 }
@@ -328,6 +331,7 @@ func (l *loop) fail(reason status.Reason, message string) {
 	l.st.Alive.Set(false, reason, message, now)
 	l.st.Ready.Set(false, reason, message, now)
 	l.log.Warn().Str("reason", message).Msg("failed")
+	l.record(status.Warning, reason, message)
 	l.setState(stateFailed)
 }
 
@@ -357,8 +361,18 @@ func (l *loop) restarts(e proc.Exit) bool {
 	return false
 }
 
+// recordExit records an exit (or a failed start) in last_exit and as an event:
+// how it ended, and why when tend ended it.
 func (l *loop) recordExit(e proc.Exit, reason string) {
 	l.st.LastExit = ExitStatus(e, reason, time.Now())
+	msg, typ := e.String(), status.Normal
+	if reason != "" {
+		msg += ": " + reason
+	}
+	if !e.Success() {
+		typ = status.Warning
+	}
+	l.record(typ, status.ReasonExited, msg)
 }
 
 // ExitStatus is how e appears in status as a last_exit; reason "" says how it ended.
