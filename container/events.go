@@ -121,6 +121,12 @@ func (l *loop) onProceed() {
 	switch l.state {
 	case stateWaiting:
 		l.st.WaitingFor = []string{}
+		if l.sched != nil {
+			// A scheduled container begins at its next time (schedule.go).
+			l.st.Ready.Set(false, status.ReasonWaiting, "waiting for its schedule", time.Now())
+			l.publish()
+			return
+		}
 		l.begin()
 	default:
 		// Started or stopped meanwhile.
@@ -228,7 +234,7 @@ func (l *loop) onStartupProbe(ev probes.Event) {
 	case ev.Healthy:
 		l.startupPassed("probe")
 	case ev.Failed && l.killReason == "":
-		l.kill("startup probe failed: " + ev.Result.Detail)
+		l.kill("startup probe failed: " + ev.Result.Message())
 	}
 }
 
@@ -240,7 +246,7 @@ func (l *loop) onLiveness(ev probes.Event) bool {
 	if ev.Result.OK {
 		return l.st.Alive.Set(true, status.ReasonRunning, "", now)
 	}
-	msg := "liveness probe failed: " + ev.Result.Detail
+	msg := "liveness probe failed: " + ev.Result.Message()
 	changed := l.st.Alive.Set(false, status.ReasonLivenessProbeFailed, msg, now)
 	if ev.Failed && l.killReason == "" {
 		l.kill(msg)
@@ -255,8 +261,8 @@ func (l *loop) onReadiness(ev probes.Event) bool {
 		return l.st.Ready.Set(true, status.ReasonReady, "", now)
 	}
 	msg := "readiness probe failed"
-	if ev.Result.Detail != "" {
-		msg += ": " + ev.Result.Detail
+	if ev.Result.Message() != "" {
+		msg += ": " + ev.Result.Message()
 	}
 	return l.st.Ready.Set(false, status.ReasonReadinessProbeFailed, msg, now)
 }

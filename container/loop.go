@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 
 	"github.com/tend-sh/tend/internal/stall"
@@ -129,6 +130,11 @@ type loop struct {
 	initCancel context.CancelFunc
 	initDone   chan error
 
+	sched     cron.Schedule // the spec's schedule; nil: none (schedule.go)
+	schedDue  time.Time     // the scheduled time schedTimer is set for
+	schedTime *time.Timer
+	schedC    <-chan time.Time
+
 	stop      *stopRun // the stop sequence in progress (a stopping state)
 	stopSteps chan stopEvent
 	// destroyAfter is a destroy still to run after the stop in progress: a Shutdown
@@ -164,7 +170,8 @@ func newLoop(c *Container) *loop {
 }
 
 func (l *loop) run(ctx context.Context) {
-	if l.st.TargetState != spec.TargetRemoved && !l.cfg.Held {
+	l.armSchedule()
+	if l.st.TargetState != spec.TargetRemoved && !l.cfg.Held && l.sched == nil {
 		l.begin()
 	}
 	for {
@@ -188,6 +195,8 @@ func (l *loop) run(ctx context.Context) {
 			}
 		case <-l.timerC:
 			l.onTimer()
+		case now := <-l.schedC:
+			l.onSchedule(now)
 		case err := <-l.initDone:
 			l.onInitDone(err)
 		case ev := <-l.stopSteps:
@@ -403,6 +412,7 @@ func (l *loop) stopTimer() {
 // abort kills everything at once: Run's context is gone.
 func (l *loop) abort() {
 	l.stopTimer()
+	l.stopSchedule()
 	l.stopHealth()
 	if l.initCancel != nil {
 		l.initCancel()
@@ -431,6 +441,7 @@ func (l *loop) setState(next state) {
 // not-ready, not only its exits.
 func (l *loop) publish() {
 	snap := l.st
+	l.showSchedule(&snap)
 	if l.st.LastExit != nil {
 		x := *l.st.LastExit
 		snap.LastExit = &x
