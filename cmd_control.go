@@ -215,7 +215,7 @@ func (a *api) call(method, path string) ([]byte, error) {
 	if err != nil {
 		return nil, fail(2, "bad --listen address %q: %v", a.addr, err)
 	}
-	if a.tokenFile != "" && method != http.MethodGet {
+	if a.tokenFile != "" {
 		tok, err := os.ReadFile(a.tokenFile)
 		if err != nil {
 			return nil, fail(1, "read --api-token-file: %v", err)

@@ -92,6 +92,7 @@ func newApp() *cli.App {
 			schemaCommand(),
 			completionCommand(),
 			statusCommand(),
+			describeCommand(),
 			logsCommand(),
 			controlCommand("restart", "restart containers", true),
 			controlCommand("stop", "stop containers and keep them stopped (target_state removed)", true),

@@ -30,6 +30,9 @@ type Supervisor interface {
 	// (ErrNoContainer, ErrPreparing, ErrStopping or another error); ctx ends the
 	// wait, not the call.
 	Do(ctx context.Context, a Action, name string) error
+	// Describe is one container with its events and probe results; ErrNoContainer
+	// for an unknown name.
+	Describe(name string) (status.ContainerDetail, error)
 	// LogRings is the rings of the containers and init containers names (all when
 	// empty); an unknown name is an error.
 	LogRings(names []string) ([]*output.Ring, error)

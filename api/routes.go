@@ -38,6 +38,10 @@ var routes = []route{
 	{"GET /v1/live", openAccess, (*Server).serveLive},
 	{"GET /metrics", openAccess, (*Server).serveMetrics},
 	{"GET /v1/logs", ownerAccess, (*Server).serveLogs},
+	// A read like /v1/status, but owner access like /v1/logs: its events and probe
+	// results quote what the container said (an HTTP body, an exec's last output
+	// line), which may hold what /v1/logs guards.
+	{"GET /v1/containers/{name}", ownerAccess, (*Server).serveContainer},
 	{"POST /v1/containers/{name}/restart", ownerAccess, do(Restart)},
 	{"POST /v1/containers/{name}/stop", ownerAccess, do(Stop)},
 	{"POST /v1/containers/{name}/start", ownerAccess, do(Start)},
@@ -66,6 +70,17 @@ func (a *Server) handler(trusted bool) http.Handler {
 // serveStatus is GET /v1/status: the status document.
 func (a *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, a.sv.Status())
+}
+
+// serveContainer is GET /v1/containers/NAME: the container's status entry with its
+// events and probe results; 404 for an unknown name.
+func (a *Server) serveContainer(w http.ResponseWriter, r *http.Request) {
+	d, err := a.sv.Describe(r.PathValue("name"))
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
 }
 
 // serveLive is GET /v1/live: tend answers.

@@ -35,6 +35,10 @@ func (f *fakeSupervisor) Do(context.Context, Action, string) error {
 	return nil
 }
 
+func (f *fakeSupervisor) Describe(name string) (status.ContainerDetail, error) {
+	return status.ContainerDetail{Container: status.Container{Name: name}}, nil
+}
+
 func (f *fakeSupervisor) LogRings([]string) ([]*output.Ring, error) { return nil, nil }
 
 func (f *fakeSupervisor) WatchLogs(chan<- struct{}) func() { return func() {} }

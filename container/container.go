@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tend-sh/tend/output"
+	"github.com/tend-sh/tend/probes"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -64,6 +65,10 @@ type Container struct {
 	started atomic.Bool // a process of it has started (depends_on: started)
 	done    chan struct{}
 	logFile *output.LogFile
+	// events is the loop's last published events (record); histories keep the last
+	// checks of each polled probe, by probes.Kind (nil: no such probe).
+	events    atomic.Pointer[[]status.Event]
+	histories [3]*probes.History
 }
 
 type commandKind int
@@ -91,7 +96,7 @@ type command struct {
 
 // New prepares a container; it opens its log file when the spec has one.
 func New(cfg Config) (*Container, error) {
-	c := &Container{cfg: cfg, cmds: make(chan command), done: make(chan struct{})}
+	c := &Container{cfg: cfg, cmds: make(chan command), done: make(chan struct{}), histories: newHistories(cfg.Spec)}
 	if l := cfg.Spec.Log; l != nil && cfg.LogFile != "" {
 		f, err := output.OpenLog(cfg.LogFile, l.MaxSizeMb.Get(), l.MaxFiles.Get())
 		if err != nil {

@@ -28,14 +28,19 @@ func (l *loop) onCommand(cmd command) bool {
 		l.st.TargetState = spec.TargetRemoved
 		if cmd.request {
 			l.st.StoppedByRequest = true
+			l.record(status.Normal, status.ReasonStoppedByRequest, "tend stop")
 		}
 		return l.beginStop(StopOp{}, stateStopping)
 	case cmdStart:
+		if cmd.request {
+			l.record(status.Normal, status.ReasonStartedByRequest, "tend start")
+		}
 		l.st.TargetState = spec.TargetActive
 		l.st.StoppedByRequest = false
 		l.onStart()
 		l.publish()
 	case cmdRestart:
+		l.record(status.Normal, status.ReasonRestartedByRequest, "tend restart") // only the API restarts
 		l.st.TargetState = spec.TargetActive
 		l.st.StoppedByRequest = false
 		return l.onRestart()
@@ -116,6 +121,12 @@ func (l *loop) onProceed() {
 	switch l.state {
 	case stateWaiting:
 		l.st.WaitingFor = []string{}
+		if l.sched != nil {
+			// A scheduled container begins at its next time (schedule.go).
+			l.st.Ready.Set(false, status.ReasonWaiting, "waiting for its schedule", time.Now())
+			l.publish()
+			return
+		}
 		l.begin()
 	default:
 		// Started or stopped meanwhile.
@@ -197,6 +208,7 @@ func (l *loop) onProbe(ev probes.Event) {
 	default:
 		return // probes already stopped
 	}
+	l.recordProbe(ev)
 	if ev.Kind == probes.Startup {
 		l.onStartupProbe(ev)
 		return
@@ -222,7 +234,7 @@ func (l *loop) onStartupProbe(ev probes.Event) {
 	case ev.Healthy:
 		l.startupPassed("probe")
 	case ev.Failed && l.killReason == "":
-		l.kill("startup probe failed: " + ev.Result.Detail)
+		l.kill("startup probe failed: " + ev.Result.Message())
 	}
 }
 
@@ -234,7 +246,7 @@ func (l *loop) onLiveness(ev probes.Event) bool {
 	if ev.Result.OK {
 		return l.st.Alive.Set(true, status.ReasonRunning, "", now)
 	}
-	msg := "liveness probe failed: " + ev.Result.Detail
+	msg := "liveness probe failed: " + ev.Result.Message()
 	changed := l.st.Alive.Set(false, status.ReasonLivenessProbeFailed, msg, now)
 	if ev.Failed && l.killReason == "" {
 		l.kill(msg)
@@ -249,8 +261,8 @@ func (l *loop) onReadiness(ev probes.Event) bool {
 		return l.st.Ready.Set(true, status.ReasonReady, "", now)
 	}
 	msg := "readiness probe failed"
-	if ev.Result.Detail != "" {
-		msg += ": " + ev.Result.Detail
+	if ev.Result.Message() != "" {
+		msg += ": " + ev.Result.Message()
 	}
 	return l.st.Ready.Set(false, status.ReasonReadinessProbeFailed, msg, now)
 }
@@ -340,6 +352,7 @@ func (l *loop) onDeadline() bool {
 	switch l.state {
 	case stateRunning:
 		l.log.Warn().Dur("max_run_ms", spec.Ms(l.sc.MaxRunMs)).Msg("deadline exceeded: stopping")
+		l.recordf(status.Warning, status.ReasonDeadlineExceeded, "ran longer than max_run_ms (%s): stopping", spec.Ms(l.sc.MaxRunMs))
 		return l.beginStop(StopOp{}, stateDeadlineStopping)
 	default:
 		return false // the run it was about has ended

@@ -39,6 +39,9 @@ type runHealth struct {
 	startupCancel context.CancelFunc
 	notifyFD      *os.File      // the read end of s6's notification pipe
 	notify        *notifySocket // NOTIFY_SOCKET when a probe uses systemd's protocol
+	// failing is the last failure event recorded of each probe kind in the current
+	// streak of failures, "" while it passes (recordProbe).
+	failing [3]string
 }
 
 // processEnv is the environment of the container's processes: the configured one,
@@ -148,7 +151,7 @@ func (l *loop) startHealth() {
 		if probes.Polled(sp) {
 			sctx, scancel := context.WithCancel(ctx)
 			l.health.startupCancel = scancel
-			probes.Start(sctx, probes.Startup, sp, l.target(), l.runID, l.probeEvents)
+			probes.Start(sctx, probes.Startup, sp, l.target(), l.runID, l.probeEvents, l.c.histories[probes.Startup])
 		}
 	} else {
 		l.startRunProbes(ctx)
@@ -167,7 +170,7 @@ func (l *loop) startHealth() {
 func (l *loop) startRunProbes(ctx context.Context) {
 	now := time.Now()
 	if lp := l.sc.LivenessProbe; lp != nil {
-		probes.Start(ctx, probes.Liveness, lp, l.target(), l.runID, l.probeEvents)
+		probes.Start(ctx, probes.Liveness, lp, l.target(), l.runID, l.probeEvents, l.c.histories[probes.Liveness])
 	}
 	rp := l.sc.ReadinessProbe
 	switch {
@@ -175,7 +178,7 @@ func (l *loop) startRunProbes(ctx context.Context) {
 		l.st.Ready.Set(true, status.ReasonRunning, "", now)
 	case probes.Polled(rp):
 		l.st.Ready.Set(false, status.ReasonNotProbed, "readiness probe has not succeeded yet", now)
-		probes.Start(ctx, probes.Readiness, rp, l.target(), l.runID, l.probeEvents)
+		probes.Start(ctx, probes.Readiness, rp, l.target(), l.runID, l.probeEvents, l.c.histories[probes.Readiness])
 	case l.health.readyPending:
 		l.st.Ready.Set(true, status.ReasonReady, "", now)
 	default:
@@ -242,6 +245,7 @@ func (l *loop) startupPassed(how string) {
 func (l *loop) kill(reason string) {
 	l.killReason = reason
 	l.log.Warn().Str("reason", reason).Msg("killing the process group")
+	l.record(status.Warning, status.ReasonKilled, reason)
 	l.st.Alive.Set(false, status.ReasonKilled, reason, time.Now())
 	_ = l.proc.SignalGroup(syscall.SIGKILL)
 	l.publish()

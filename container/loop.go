@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 
 	"github.com/tend-sh/tend/internal/stall"
@@ -99,6 +100,7 @@ type loop struct {
 	log    zerolog.Logger
 	state  state
 	st     status.Container // the status published; st.State is stateToStatus(state)
+	events []status.Event   // the events published (record), oldest first
 
 	// The running process, if any, and the last one started (for its output).
 	lastProc   *proc.Process
@@ -127,6 +129,11 @@ type loop struct {
 
 	initCancel context.CancelFunc
 	initDone   chan error
+
+	sched     cron.Schedule // the spec's schedule; nil: none (schedule.go)
+	schedDue  time.Time     // the scheduled time schedTimer is set for
+	schedTime *time.Timer
+	schedC    <-chan time.Time
 
 	stop      *stopRun // the stop sequence in progress (a stopping state)
 	stopSteps chan stopEvent
@@ -163,7 +170,8 @@ func newLoop(c *Container) *loop {
 }
 
 func (l *loop) run(ctx context.Context) {
-	if l.st.TargetState != spec.TargetRemoved && !l.cfg.Held {
+	l.armSchedule()
+	if l.st.TargetState != spec.TargetRemoved && !l.cfg.Held && l.sched == nil {
 		l.begin()
 	}
 	for {
@@ -187,6 +195,8 @@ func (l *loop) run(ctx context.Context) {
 			}
 		case <-l.timerC:
 			l.onTimer()
+		case now := <-l.schedC:
+			l.onSchedule(now)
 		case err := <-l.initDone:
 			l.onInitDone(err)
 		case ev := <-l.stopSteps:
@@ -254,6 +264,7 @@ func (l *loop) startProcess() {
 	l.startHealth()
 	l.setState(stateRunning)
 	l.log.Info().Int("pid", pid).Int("restarts", l.st.Restarts).Msg("started")
+	l.recordf(status.Normal, status.ReasonStarted, "pid %d", pid)
 }
 
 // spawn starts the command's process, with what its probes need of it.
@@ -317,6 +328,7 @@ func (l *loop) restartOrEnd(restartIt bool, fails int) {
 	if delay > 0 {
 		l.st.NextStartAt = status.Ptr(now.Add(delay))
 		l.log.Info().Dur("delay_ms", delay).Int("fails", l.fails).Msg("backoff before restart")
+		l.recordf(status.Warning, status.ReasonBackOff, "next start in %s (%d failures in a row)", delay.Round(time.Millisecond), l.fails)
 	}
 	l.setState(stateBackoff)
 }
@@ -328,6 +340,7 @@ func (l *loop) fail(reason status.Reason, message string) {
 	l.st.Alive.Set(false, reason, message, now)
 	l.st.Ready.Set(false, reason, message, now)
 	l.log.Warn().Str("reason", message).Msg("failed")
+	l.record(status.Warning, reason, message)
 	l.setState(stateFailed)
 }
 
@@ -357,8 +370,18 @@ func (l *loop) restarts(e proc.Exit) bool {
 	return false
 }
 
+// recordExit records an exit (or a failed start) in last_exit and as an event:
+// how it ended, and why when tend ended it.
 func (l *loop) recordExit(e proc.Exit, reason string) {
 	l.st.LastExit = ExitStatus(e, reason, time.Now())
+	msg, typ := e.String(), status.Normal
+	if reason != "" {
+		msg += ": " + reason
+	}
+	if !e.Success() {
+		typ = status.Warning
+	}
+	l.record(typ, status.ReasonExited, msg)
 }
 
 // ExitStatus is how e appears in status as a last_exit; reason "" says how it ended.
@@ -389,6 +412,7 @@ func (l *loop) stopTimer() {
 // abort kills everything at once: Run's context is gone.
 func (l *loop) abort() {
 	l.stopTimer()
+	l.stopSchedule()
 	l.stopHealth()
 	if l.initCancel != nil {
 		l.initCancel()
@@ -417,6 +441,7 @@ func (l *loop) setState(next state) {
 // not-ready, not only its exits.
 func (l *loop) publish() {
 	snap := l.st
+	l.showSchedule(&snap)
 	if l.st.LastExit != nil {
 		x := *l.st.LastExit
 		snap.LastExit = &x

@@ -280,3 +280,22 @@ func TestMalformedInputNamesTheLine(t *testing.T) {
 		}
 	}
 }
+
+// process-compose's scheduled processes: cron with its timezone, or an interval,
+// become tend's schedule; run_on_start is dropped with a warning.
+func TestProcessComposeSchedule(t *testing.T) {
+	res := mustConvert(t, []byte(`processes:
+  backup:
+    command: ./backup.sh
+    schedule: {cron: "0 2 * * *", timezone: UTC}
+  cleanup:
+    command: ./cleanup.sh
+    schedule: {interval: 30m, run_on_start: true}
+`), "process-compose.yaml", Auto)
+	if got := res.Spec.Containers[0].Schedule; got != "CRON_TZ=UTC 0 2 * * *" {
+		t.Errorf("backup schedule %q", got)
+	}
+	if got := res.Spec.Containers[1].Schedule; got != "@every 30m" {
+		t.Errorf("cleanup schedule %q", got)
+	}
+}

@@ -232,6 +232,8 @@ func (c *conv) pcProcessField(pf *pcFields, g *field) bool {
 		ct.Env = c.pcEnvironment(g.val, p+".env")
 	case "availability":
 		c.pcAvailability(g.val, ct, p)
+	case "schedule":
+		c.pcSchedule(g.val, ct, p)
 	case "shutdown":
 		c.pcShutdown(g.val, ct, p, pf.sh, pf.arg)
 	case "liveness_probe":
@@ -325,6 +327,42 @@ func (c *conv) pcReadyLogLine(f field, ct *spec.Container, p string) {
 		path := p + ".readiness_probe.log_line"
 		c.from(path, f.val.src())
 		c.note(path, "ready_log_line is text found anywhere in a line of stdout or stderr: quoted as an RE2 expression")
+	}
+}
+
+// pcSchedule maps a scheduled process (schedule: cron or interval, timezone) to
+// tend's schedule: "CRON_TZ=ZONE CRON" or "@every INTERVAL". tend runs one run at a
+// time (a time that comes while one goes is skipped) and never at start.
+func (c *conv) pcSchedule(y node, ct *spec.Container, p string) {
+	path := p + ".schedule"
+	var cron, interval, zone string
+	for _, g := range c.fields(y) {
+		src := g.val.src()
+		switch g.key {
+		case "cron":
+			cron, _ = c.str(g.val)
+			c.from(path, src)
+		case "interval":
+			interval, _ = c.str(g.val)
+			c.from(path, src)
+		case "timezone":
+			zone, _ = c.str(g.val)
+			c.from(path, src)
+		case "run_on_start":
+			c.drop(path, src, "tend runs a scheduled container at its times only; tend restart NAME runs it now")
+		case "max_concurrent":
+			c.approx(path, src, "tend runs one run at a time: a time that comes while one goes is skipped")
+		default:
+			c.drop(path, src, "unknown schedule field "+g.key)
+		}
+	}
+	switch {
+	case cron != "" && zone != "":
+		ct.Schedule = "CRON_TZ=" + zone + " " + cron
+	case cron != "": // process-compose: cron wins over interval
+		ct.Schedule = cron
+	case interval != "":
+		ct.Schedule = "@every " + interval
 	}
 }
 

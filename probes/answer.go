@@ -32,6 +32,11 @@ func readAnswer(br *bufio.Reader, wantBody bool) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
+	return readRest(br, code, http10, wantBody)
+}
+
+// readRest reads the headers and the body of an answer whose status line was read.
+func readRest(br *bufio.Reader, code int, http10, wantBody bool) (answer, error) {
 	f, err := readFraming(br)
 	if err != nil {
 		return answer{}, err
@@ -133,6 +138,37 @@ func readStatus(br *bufio.Reader) (code int, http10 bool, err error) {
 	return code, line[len("HTTP/1.")] == '0', nil
 }
 
+// MaxSaid bounds what a failure's message quotes of an HTTP body: enough for "db
+// down" or a stack trace's first line, and what one check may add to a container's
+// probe results.
+const MaxSaid = 256
+
+// readSaid reads the headers of a failing answer and the start of its body, at most
+// MaxSaid bytes of it: what the server said about its failure. Nothing more is read
+// (a 10 MB body stays on the wire) and the connection is not reused; a body that ends
+// with the connection is taken only as far as it has arrived, so a server that keeps
+// it open does not turn its failure into a timeout. Errors are not the check's:
+// the status has failed it already, and what could be read is kept.
+func readSaid(br *bufio.Reader) []byte {
+	f, err := readFraming(br)
+	if err != nil {
+		return nil
+	}
+	var body io.Reader
+	switch {
+	case f.chunked:
+		body = httputil.NewChunkedReader(br)
+	case f.untilEOF || f.length < 0:
+		n := min(br.Buffered(), MaxSaid)
+		b, _ := br.Peek(n)
+		return b
+	default:
+		body = io.LimitReader(br, f.length)
+	}
+	b, _ := io.ReadAll(io.LimitReader(body, MaxSaid))
+	return b
+}
+
 // readBody reads body to its end, keeping up to MaxBody+1 bytes of it when keep, and
 // returns how many bytes it read. A body longer than MaxBody is not read further,
 // and the connection not reused.
@@ -205,7 +241,7 @@ func parseLength(v []byte) (int64, bool) {
 // describe turns an answer into a check's detail: "" when it passes.
 func (h httpJudge) describe(a answer) string {
 	switch {
-	case a.code < 200 || a.code > h.maxOK:
+	case h.fails(a.code):
 		return fmt.Sprintf("HTTP %d", a.code)
 	case !h.wantBody:
 		return ""
@@ -216,6 +252,9 @@ func (h httpJudge) describe(a answer) string {
 	}
 	return ""
 }
+
+// fails reports whether an answer with status code fails whatever its body.
+func (h httpJudge) fails(code int) bool { return code < 200 || code > h.maxOK }
 
 // httpJudge is what an http_get handler asks of an answer.
 type httpJudge struct {

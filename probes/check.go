@@ -80,10 +80,10 @@ const (
 // check runs h once; keep is the connection a probe keeps between checks (nil: none).
 func check(ctx context.Context, h spec.Handler, t Target, timeout time.Duration, keep *session, kind checkKind) Result {
 	start := time.Now()
-	var detail string
+	var detail, said string
 	switch {
 	case h.HTTPGet != nil:
-		detail = checkHTTP(ctx, *h.HTTPGet, timeout, keep, kind)
+		detail, said = checkHTTP(ctx, *h.HTTPGet, timeout, keep, kind)
 	case h.TCPSocket != nil:
 		detail = checkTCP(ctx, *h.TCPSocket, timeout)
 	case h.Exec != nil:
@@ -91,7 +91,7 @@ func check(ctx context.Context, h spec.Handler, t Target, timeout time.Duration,
 	default:
 		detail = "no http_get, tcp_socket or exec handler"
 	}
-	return Result{OK: detail == "", Detail: detail, Duration: time.Since(start)}
+	return Result{OK: detail == "", Detail: detail, Said: said, Duration: time.Since(start)}
 }
 
 // withTimeout bounds ctx by timeout; 0 means no bound.
@@ -147,10 +147,10 @@ const (
 // third of the CPU of a new connection per check. A kept connection the server has
 // closed meanwhile is replaced at once, so it never fails a check; one is never
 // kept longer than maxConnAge.
-func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep *session, kind checkKind) string {
+func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep *session, kind checkKind) (detail, said string) {
 	req, detail := requestFor(h, keep)
 	if detail != "" {
-		return detail
+		return detail, ""
 	}
 	hostPort := req.hostPort
 	var deadline time.Time
@@ -164,10 +164,10 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep 
 			detail, out := x.run(keep.conn, true)
 			switch out {
 			case reuseConn:
-				return detail
+				return detail, x.said
 			case closeConn:
 				keep.close()
-				return detail
+				return detail, x.said
 			}
 		}
 		keep.close()
@@ -180,16 +180,16 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep 
 	defer cancel()
 	conn, err := dialer.DialContext(dialCtx, "tcp", hostPort)
 	if err != nil {
-		return failure(ctx, dialCtx, timeout, hostPort, err)
+		return failure(ctx, dialCtx, timeout, hostPort, err), ""
 	}
 	if req.tls != nil {
 		tlsConn := tls.Client(conn, req.tls)
 		if err := tlsConn.HandshakeContext(dialCtx); err != nil {
 			_ = conn.Close()
 			if ctx.Err() != nil || dialCtx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
-				return failure(ctx, dialCtx, timeout, hostPort, err)
+				return failure(ctx, dialCtx, timeout, hostPort, err), ""
 			}
-			return "TLS handshake with " + hostPort + " failed: " + strings.TrimPrefix(err.Error(), "tls: ")
+			return "TLS handshake with " + hostPort + " failed: " + strings.TrimPrefix(err.Error(), "tls: "), ""
 		}
 		conn = tlsConn
 	}
@@ -199,7 +199,7 @@ func checkHTTP(ctx context.Context, h spec.HTTPGet, timeout time.Duration, keep 
 	} else {
 		_ = conn.Close()
 	}
-	return detail
+	return detail, x.said
 }
 
 // requestFor is the request of h: the one keep built for the same handler, or a new
@@ -307,6 +307,7 @@ type exchange struct {
 	hostPort string
 	keep     bool // the connection may be kept: the answer must be read whole
 	kind     checkKind
+	said     string // the start of the body of an answer whose status failed (readSaid)
 }
 
 // run sends the request over conn and judges the answer. reused says conn was kept
@@ -349,13 +350,20 @@ func (x *exchange) run(conn net.Conn, reused bool) (string, outcome) {
 		judge.maxOK = 299
 	}
 	var a answer
-	var err error
-	if !x.keep && !judge.wantBody {
+	code, http10, err := readStatus(br)
+	switch {
+	case err != nil:
+	case judge.fails(code):
+		// What the server said about its failure, for the probe's message; the
+		// connection is closed (readSaid).
+		a.code = code
+		x.said = printable(readSaid(br))
+	case !x.keep && !judge.wantBody:
 		// Only the status matters and the connection is closed after it: the status
 		// line is enough, headers and body stay unread.
-		a.code, _, err = readStatus(br)
-	} else {
-		a, err = readAnswer(br, judge.wantBody)
+		a.code = code
+	default:
+		a, err = readRest(br, code, http10, judge.wantBody)
 	}
 	if err != nil {
 		var m malformed
@@ -536,6 +544,19 @@ func failure(parent, checkCtx context.Context, timeout time.Duration, hostPort s
 		err = urlErr.Err
 	}
 	return err.Error()
+}
+
+// printable is b as one line of valid UTF-8: control characters (newlines
+// included) become spaces, and blanks at either end go.
+func printable(b []byte) string {
+	s := strings.ToValidUTF8(string(b), "?")
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.TrimSpace(s)
 }
 
 // quoteShort quotes a body for a message, cut to a length that fits a status line.

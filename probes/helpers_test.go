@@ -145,7 +145,7 @@ func started(t *testing.T, kind Kind, p *spec.Probe, target Target, run uint64) 
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	events := make(chan Event)
-	done := Start(ctx, kind, p, target, run, events)
+	done := Start(ctx, kind, p, target, run, events, nil)
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -14,9 +14,23 @@ import (
 
 // Result is the outcome of one check.
 type Result struct {
-	OK       bool
-	Detail   string // why it failed ("HTTP 503", "timed out after 1s", "exit code 1"); empty on success
+	OK     bool
+	Detail string // why it failed ("HTTP 503", "timed out after 1s", "exit code 1"); empty on success
+	// Said is what an HTTP server answered with a failing status: the start of its
+	// body (MaxSaid bytes at most) as one line; empty otherwise. An exec's last line
+	// and a connect error are in Detail already.
+	Said     string
 	Duration time.Duration
+}
+
+// Message is what a check saw, for a container's events and probe results: its
+// detail and what the server said. It never holds a request header: tokens in a
+// probe's headers stay out.
+func (r Result) Message() string {
+	if r.Said == "" {
+		return r.Detail
+	}
+	return r.Detail + ": " + r.Said
 }
 
 // Target is what a check runs against: the environment and working directory of the
@@ -78,13 +92,15 @@ type Event struct {
 // max_execution_time_ms. Every result is sent to out, except a passed check while the
 // last event sent already said passed and healthy (news); sending gives up when ctx
 // is done.
+// Every check counted is also recorded in hist (nil: none).
 // p must be defaulted (spec.Load): its time_limit and thresholds are set.
 // Between checks a probe is only a timer: each check runs in a goroutine of its own,
 // so two hundred idle probes hold no stacks. The returned channel is closed once the
 // probe has ended, which is soon after ctx is done: an in-flight check is cancelled
 // (an exec check's process group killed) and its result is not sent.
-func Start(ctx context.Context, kind Kind, p *spec.Probe, t Target, run uint64, out chan<- Event) <-chan struct{} {
+func Start(ctx context.Context, kind Kind, p *spec.Probe, t Target, run uint64, out chan<- Event, hist *History) <-chan struct{} {
 	s := newSchedule(ctx, kind, p, t, run, out)
+	s.history = hist
 	s.mu.Lock() // the timer may fire before it is stored
 	s.due = time.Since(epoch) + s.limit.InitialDelay
 	s.timer = time.AfterFunc(s.limit.InitialDelay, s.tick)
@@ -125,6 +141,7 @@ type schedule struct {
 	target           Target
 	run              uint64
 	metrics          probeMetrics
+	history          *History
 	ctx              context.Context
 	out              chan<- Event
 	done             chan struct{} // closed by end
@@ -187,6 +204,7 @@ func (s *schedule) tick() {
 	// A check cancelled midway says nothing about the target: not counted, not sent.
 	if s.ctx.Err() == nil {
 		s.metrics.record(result)
+		s.history.add(time.Now(), result)
 		if ev := s.apply(result); s.news(ev) {
 			select {
 			case s.out <- ev:

@@ -118,7 +118,7 @@ func TestPeriodGrowsAndResets(t *testing.T) {
 	events := make(chan Event, 16) // nobody needs to read them
 	ctx, cancel := context.WithCancel(context.Background())
 	begin := time.Now() // the first check is due no earlier
-	done := Start(ctx, Readiness, p, Target{}, 1, events)
+	done := Start(ctx, Readiness, p, Target{}, 1, events, nil)
 	defer func() { cancel(); <-done }()
 
 	times := hits.wait(t, 8, 10*time.Second)
@@ -165,7 +165,7 @@ func TestSlowCheckFollowedAtOnce(t *testing.T) {
 	p := probeSpec(spec.Handler{HTTPGet: httpGet(t, server, "/")}, l, 1, 1)
 	events := make(chan Event, 16)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := Start(ctx, Readiness, p, Target{}, 1, events)
+	done := Start(ctx, Readiness, p, Target{}, 1, events, nil)
 	defer func() { cancel(); <-done }()
 
 	starts := asked.wait(t, 3, 20*time.Second)
@@ -198,8 +198,8 @@ func TestSlowProbeDoesNotDelayOthers(t *testing.T) {
 	events := make(chan Event)
 	ctx, cancel := context.WithCancel(context.Background())
 	slowProbe := probeSpec(spec.Handler{HTTPGet: httpGet(t, slow, "/")}, limits{minPeriod: 5, maxPeriod: 5, backOff: 1}, 1, 1)
-	doneSlow := Start(ctx, Liveness, slowProbe, Target{}, 1, events)
-	doneFast := Start(ctx, Readiness, probeSpec(allOK(t, fast), fixed(5), 1, 1), Target{}, 2, events)
+	doneSlow := Start(ctx, Liveness, slowProbe, Target{}, 1, events, nil)
+	doneFast := Start(ctx, Readiness, probeSpec(allOK(t, fast), fixed(5), 1, 1), Target{}, 2, events, nil)
 	defer func() { cancel(); <-doneSlow; <-doneFast }()
 	// The fast probe reports its first success (later ones are no news) and keeps
 	// checking while the slow one hangs.
@@ -278,7 +278,7 @@ func TestCancelStopsPromptly(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			events := make(chan Event)
 			container := unique("cancel-" + tc.name)
-			done := Start(ctx, Liveness, tc.probe, Target{Container: container}, 1, events)
+			done := Start(ctx, Liveness, tc.probe, Target{Container: container}, 1, events, nil)
 			tc.reached(t, events, container)
 			cancelled := time.Now()
 			cancel()
@@ -405,7 +405,7 @@ func TestIdleProbesHoldNoGoroutines(t *testing.T) {
 	dones := make([]<-chan struct{}, n)
 	for i := range dones {
 		p := probeSpec(allOK(t, server), fixed(60000), 1, 1)
-		dones[i] = Start(ctx, Readiness, p, Target{Container: unique("idle")}, 1, events)
+		dones[i] = Start(ctx, Readiness, p, Target{Container: unique("idle")}, 1, events, nil)
 	}
 	h.wait(t, n, 5*time.Second) // every probe has made its first check
 	for range n {

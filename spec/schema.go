@@ -251,6 +251,7 @@ var schemaDescriptions = map[string]string{
 	"Container.init":            "per-container init commands, in order, each until it exits 0",
 	"Container.restart_policy":  "when and how fast the process is restarted",
 	"Container.max_run_ms":      "a run longer than this is stopped (through the stop sequence) and counts as a failure; 0: none",
+	"Container.schedule":        "start at each of these times: five cron fields, @hourly, @daily, @every 90s, CRON_TZ=Zone prefix; restart mode never or on_failure",
 	"Container.liveness_probe":  "failure_threshold consecutive failures SIGKILL the process group",
 	"Container.readiness_probe": "says when the container is ready",
 	"Container.startup_probe":   "runs first; liveness and readiness begin once it succeeds",

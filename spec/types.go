@@ -134,6 +134,10 @@ type Container struct {
 	Limits        Limits `yaml:"limits,omitempty" json:"limits,omitzero"`
 	MemoryRestart Bytes  `yaml:"memory_restart,omitempty" json:"memory_restart,omitzero"`
 
+	// Schedule starts the container at each time it names (docs/reference.md
+	// "Schedules", schedule.go); "" for none.
+	Schedule string `yaml:"schedule,omitempty" json:"schedule,omitempty"`
+
 	ident *Identity // resolved by Load
 }
 

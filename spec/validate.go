@@ -185,6 +185,7 @@ func (k *checker) container(path string, c *Container, names map[string]string) 
 
 	k.restartPolicy(join(path, "restart_policy"), c.RestartPolicy)
 	k.nonNegative(join(path, "max_run_ms"), c.MaxRunMs)
+	k.schedule(join(path, "schedule"), c)
 
 	for _, probe := range []struct {
 		field string

@@ -104,6 +104,62 @@ const (
 	ReasonDependencyFailed     Reason = "DependencyFailed"     // a depends_on condition can no longer hold
 )
 
+// Reasons of a container's events that its conditions do not use (docs/reference.md
+// "Events"); an event of a kill, a stop by request, a restart limit or a failed
+// dependency takes the condition's reason above.
+const (
+	ReasonStarted            Reason = "Started"            // a process started (pid)
+	ReasonStartedByRequest   Reason = "StartedByRequest"   // tend start
+	ReasonRestartedByRequest Reason = "RestartedByRequest" // tend restart
+	ReasonProbeFailed        Reason = "ProbeFailed"        // a check failed: which probe, what it saw
+	ReasonProbeRecovered     Reason = "ProbeRecovered"     // a check passed after failures
+	ReasonBackOff            Reason = "BackOff"            // the next start waits (next start in N s)
+	ReasonDeadlineExceeded   Reason = "DeadlineExceeded"   // max_run_ms passed: stopping
+	ReasonScheduleSkipped    Reason = "ScheduleSkipped"    // a scheduled time came while a run was going
+	// ReasonOOMKilled is the reason of an exit the kernel's OOM killer caused; it is
+	// recorded once the exit handling can tell (the cgroup's memory.events).
+	ReasonOOMKilled Reason = "OOMKilled"
+)
+
+// EventType is how much an event matters: Normal, or Warning for what went wrong.
+type EventType string
+
+// The event types, as Kubernetes names them.
+const (
+	Normal  EventType = "Normal"
+	Warning EventType = "Warning"
+)
+
+// Event is one thing that happened to a container (docs/reference.md "Events").
+type Event struct {
+	Time    Time      `json:"time"`
+	Type    EventType `json:"type"`
+	Reason  Reason    `json:"reason"`
+	Message string    `json:"message"`
+}
+
+// ProbeResult is one check of a probe.
+type ProbeResult struct {
+	Time       Time   `json:"time"`
+	Result     string `json:"result"` // success | failure
+	DurationMs int64  `json:"duration_ms"`
+	Message    string `json:"message"` // what the check saw; "" on success
+}
+
+// ProbeResults are the last checks of one probe, oldest first.
+type ProbeResults struct {
+	Last []ProbeResult `json:"last"`
+}
+
+// ContainerDetail is one container as GET /v1/containers/NAME answers: its status
+// entry, its events (oldest first) and the last checks of each polled probe it has,
+// by kind (liveness, readiness, startup).
+type ContainerDetail struct {
+	Container
+	Events []Event                 `json:"events"`
+	Probes map[string]ProbeResults `json:"probes"`
+}
+
 // Reasons of the instance's installed and ready conditions (docs/reference.md "The status document").
 const (
 	ReasonPreparing            Reason = "Preparing"

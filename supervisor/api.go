@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/tend-sh/tend/api"
+	"github.com/tend-sh/tend/status"
 )
 
 // requestKind is the mutating call a request carries: the API's (api.Action), also
@@ -32,6 +33,24 @@ type request struct {
 	kind  requestKind
 	name  string // container, for restart/stop/start
 	reply func(error)
+}
+
+// Describe is one container with its events and probe results (api.Supervisor).
+func (sv *Supervisor) Describe(name string) (status.ContainerDetail, error) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	for _, c := range sv.containers {
+		if c.Name() == name {
+			return c.Describe(), nil
+		}
+	}
+	for _, st := range sv.snapshotsLocked() {
+		if st.Name == name {
+			// Not made yet (the instance prepares): nothing has happened to it.
+			return status.ContainerDetail{Container: st, Events: []status.Event{}, Probes: map[string]status.ProbeResults{}}, nil
+		}
+	}
+	return status.ContainerDetail{}, fmt.Errorf("%w %q", errNoContainer, name)
 }
 
 // startAPI serves the API on every --listen address (the instance's tend.sock when

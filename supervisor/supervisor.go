@@ -542,7 +542,8 @@ func (sv *Supervisor) jobFinished() (int, bool) {
 		return 0, false
 	}
 	for _, c := range sv.containers {
-		if c.Spec().RestartPolicy.Mode == spec.ModeAlways {
+		// A scheduled container runs again at its next time (docs/reference.md "Schedules").
+		if c.Spec().RestartPolicy.Mode == spec.ModeAlways || c.Spec().Schedule != "" {
 			return 0, false
 		}
 	}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tend-sh/tend/status"
+)
+
+// describeCommand is `tend describe NAME [--json]`.
+func describeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "describe",
+		Usage:     "print one container's status, probe results and events",
+		ArgsUsage: "NAME",
+		Flags: []cli.Flag{
+			listenFlag,
+			&cli.BoolFlag{Name: "json", Usage: "print the document as JSON"},
+			&cli.StringFlag{Name: "api-token-file", Usage: "bearer token for a TCP address", EnvVars: []string{"TEND_API_TOKEN_FILE"}},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fail(2, "describe: expected one container NAME (usage: tend describe NAME)")
+			}
+			body, err := newAPI(c).call(http.MethodGet, "/v1/containers/"+url.PathEscape(c.Args().First()))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				_, err := os.Stdout.Write(body)
+				return err
+			}
+			var d status.ContainerDetail
+			if err := json.Unmarshal(body, &d); err != nil {
+				return fail(1, "describe: bad answer: %v", err)
+			}
+			printDetail(os.Stdout, d, time.Now())
+			return nil
+		},
+	}
+}
+
+// printDetail prints a container for people, as `kubectl describe` does: its status
+// fields, its probes' last checks and its events, with times relative to now.
+func printDetail(w io.Writer, d status.ContainerDetail, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, value) }
+	field("Name", d.Name)
+	state := string(d.State)
+	if d.StopStep != "" {
+		state += "/" + d.StopStep
+	}
+	field("State", state)
+	field("Target state", d.TargetState)
+	pid := "-"
+	if d.Pid != nil {
+		pid = fmt.Sprint(*d.Pid)
+	}
+	field("Pid", pid)
+	field("Started", timeText(d.StartedAt, now))
+	field("Restarts", fmt.Sprint(d.Restarts))
+	field("Next start", timeText(d.NextStartAt, now))
+	field("Alive", conditionText(d.Alive))
+	field("Ready", conditionText(d.Ready))
+	field("Last exit", exitDetail(d.LastExit, now))
+	if len(d.WaitingFor) > 0 {
+		field("Waiting for", strings.Join(d.WaitingFor, ", "))
+	}
+	if d.StatusText != "" {
+		field("Status text", d.StatusText)
+	}
+	if d.LogError != "" {
+		field("Log error", d.LogError)
+	}
+	tw.Flush()
+	for _, kind := range []string{"startup", "liveness", "readiness"} {
+		p, ok := d.Probes[kind]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "\nProbe %s:\n", kind)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  AGE\tRESULT\tDURATION\tMESSAGE")
+		for _, r := range p.Last {
+			fmt.Fprintf(tw, "  %s\t%s\t%d ms\t%s\n", ago(r.Time.Time, now), r.Result, r.DurationMs, dash(r.Message))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w, "\nEvents:")
+	if len(d.Events) == 0 {
+		fmt.Fprintln(w, "  <none>")
+		return
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  AGE\tTYPE\tREASON\tMESSAGE")
+	for _, e := range d.Events {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", ago(e.Time.Time, now), e.Type, e.Reason, e.Message)
+	}
+	tw.Flush()
+}
+
+func conditionText(c status.Condition) string {
+	s := c.Status + " (" + string(c.Reason)
+	if c.Message != "" {
+		s += ": " + c.Message
+	}
+	return s + ")"
+}
+
+func exitDetail(x *status.Exit, now time.Time) string {
+	if x == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s, code %d, %s", x.Reason, x.Code, ago(x.At.Time, now))
+}
+
+// timeText is a time of the document as an absolute time and how far from now.
+func timeText(t *status.Time, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	if t.After(now) {
+		return fmt.Sprintf("%s (in %s)", t.Local().Format(time.DateTime), roughly(t.Sub(now)))
+	}
+	return fmt.Sprintf("%s (%s)", t.Local().Format(time.DateTime), ago(t.Time, now))
+}
+
+// ago is how long before now t was, in the unit that fits: "3m ago".
+func ago(t, now time.Time) string {
+	return roughly(now.Sub(t)) + " ago"
+}
+
+// roughly is d in its largest unit, as kubectl prints ages: 45s, 3m, 5h, 2d.
+func roughly(d time.Duration) string {
+	switch d = max(d, 0); {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}
