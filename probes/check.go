@@ -349,6 +349,25 @@ func (x *exchange) run(conn net.Conn, reused bool) (string, outcome) {
 	if x.kind == actionCheck {
 		judge.maxOK = 299
 	}
+	a, err := x.read(br, judge)
+	if err != nil {
+		var m malformed
+		if errors.As(err, &m) {
+			return m.Error(), closeConn
+		}
+		return failure(x.ctx, x.ctx, x.timeout, x.hostPort, err), closeConn
+	}
+	out := closeConn
+	if x.keep && a.reuse && br.Buffered() == 0 {
+		out = reuseConn
+	}
+	return judge.describe(a), out
+}
+
+// read reads the answer as far as judge needs it: the status line alone when the
+// connection is closed after it, the start of the body of a failure (x.said), or all
+// of it.
+func (x *exchange) read(br *bufio.Reader, judge httpJudge) (answer, error) {
 	var a answer
 	code, http10, err := readStatus(br)
 	switch {
@@ -365,18 +384,7 @@ func (x *exchange) run(conn net.Conn, reused bool) (string, outcome) {
 	default:
 		a, err = readRest(br, code, http10, judge.wantBody)
 	}
-	if err != nil {
-		var m malformed
-		if errors.As(err, &m) {
-			return m.Error(), closeConn
-		}
-		return failure(x.ctx, x.ctx, x.timeout, x.hostPort, err), closeConn
-	}
-	out := closeConn
-	if x.keep && a.reuse && br.Buffered() == 0 {
-		out = reuseConn
-	}
-	return judge.describe(a), out
+	return a, err
 }
 
 // idleAndOpen reports whether a kept connection has nothing to read: neither data
