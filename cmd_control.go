@@ -116,7 +116,7 @@ func controlCommand(name, usage string, takesNames bool) *cli.Command {
 		ArgsUsage: argsUsage,
 		Flags: []cli.Flag{
 			listenFlag,
-			&cli.StringFlag{Name: "api-token-file", Usage: "bearer token for a TCP address", EnvVars: []string{"TEND_API_TOKEN_FILE"}},
+			tokenFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if !takesNames {

@@ -25,7 +25,7 @@ func describeCommand() *cli.Command {
 		Flags: []cli.Flag{
 			listenFlag,
 			&cli.BoolFlag{Name: "json", Usage: "print the document as JSON"},
-			&cli.StringFlag{Name: "api-token-file", Usage: "bearer token for a TCP address", EnvVars: []string{"TEND_API_TOKEN_FILE"}},
+			tokenFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {

@@ -22,7 +22,7 @@ func logsCommand() *cli.Command {
 		ArgsUsage: "[NAME...]",
 		Flags: []cli.Flag{
 			listenFlag,
-			&cli.StringFlag{Name: "api-token-file", Usage: "bearer token for a TCP address", EnvVars: []string{"TEND_API_TOKEN_FILE"}},
+			tokenFlag,
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "go on printing new lines as they come"},
 			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 100, Usage: "print the last N lines first (over all the containers, by time)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the API's JSON lines"},

@@ -28,6 +28,10 @@ var listenFlag = &cli.StringSliceFlag{
 	EnvVars: []string{"TEND_LISTEN"},
 }
 
+// tokenFlag is the bearer token of the clients (status, control, logs, describe) for a
+// TCP address.
+var tokenFlag = &cli.StringFlag{Name: "api-token-file", Usage: "bearer token for a TCP address", EnvVars: []string{"TEND_API_TOKEN_FILE"}}
+
 // varFlag adds substitution variables; shared by run, validate and render.
 var varFlag = &cli.StringSliceFlag{
 	Name:    "var",
