@@ -302,7 +302,7 @@ var schemaDescriptions = map[string]string{
 	"Probe.success_threshold": "consecutive successes that count",
 
 	"StopPolicy.max_tries":       "tries of the stop handler",
-	"StopPolicy.wait_after_ms":   "wait after the handler succeeded before SIGTERM",
+	"StopPolicy.wait_after_ms":   "wait after the handler, whatever its result, before SIGTERM",
 	"StopPolicy.term_timeout_ms": "wait after SIGTERM before SIGKILL",
 	"Policy.max_tries":           "tries of the handler",
 
