@@ -166,7 +166,7 @@ func (m *Manager) keepRejected(r *dynamic, rej *rejected) error {
 // succeeded, else nothing changes and the error is returned. Then each dynamic
 // resource whose version changed is fetched or taken from the kept versions, its
 // destination switched, the notify_actions of the running containers named in
-// running are run with the changed names as arguments, and verify runs; a failed
+// running are run with the changed and removed names as arguments, and verify runs; a failed
 // verify switches back and notifies again. Dynamic failures are shown in status and
 // do not fail the reload.
 func (m *Manager) Reload(ctx context.Context, next *spec.Spec, running []string) error {
@@ -280,31 +280,51 @@ func (m *Manager) setStatic(list []*static) {
 
 // reloadDynamic brings the dynamic resources to next: the changed ones (and the
 // failed) are fetched beside the active version, switched, the running containers
-// notified, verified (going back where verify fails) and old versions evicted.
+// notified, verified (going back where verify fails) and old versions evicted. The
+// names of removed ones are notified too (seed 001: "on update, add or delete"); their
+// files stay where they are, as a container may still read them.
 func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []string) {
+	removed := m.removedDynamic(next)
 	work, opened := m.planDynamic(next)
-	if len(work) == 0 {
-		return
-	}
-	done := m.switchDynamic(work, m.stageAll(ctx, work, opened))
-	m.opts.Changed()
-	if len(done) > 0 {
-		m.notify(ctx, next, running, names(done))
-		var back []*dynamic
-		for _, r := range done {
-			if m.settle(ctx, next, r) {
-				back = append(back, r)
-			}
-		}
+	var done []*dynamic
+	if len(work) > 0 {
+		done = m.switchDynamic(work, m.stageAll(ctx, work, opened))
 		m.opts.Changed()
-		if len(back) > 0 {
-			m.notify(ctx, next, running, names(back))
+	}
+	if changed := append(names(done), removed...); len(changed) > 0 {
+		m.notify(ctx, next, running, changed)
+	}
+	var back []*dynamic
+	for _, r := range done {
+		if m.settle(ctx, next, r) {
+			back = append(back, r)
 		}
+	}
+	m.opts.Changed()
+	if len(back) > 0 {
+		m.notify(ctx, next, running, names(back))
 	}
 	for _, r := range work {
 		m.evict(r, r.spec.CachedRevisionsCount.Get())
 	}
 	m.opts.Changed()
+}
+
+// removedDynamic returns the names of the dynamic resources next no longer has.
+func (m *Manager) removedDynamic(next *spec.Spec) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var removed []string
+	for _, r := range m.dynamic {
+		name := r.name()
+		if !slices.ContainsFunc(next.DynamicResources, func(d spec.DynamicResource) bool { return d.Name == name }) {
+			removed = append(removed, name)
+		}
+	}
+	if len(removed) > 0 {
+		m.opts.Log.Info().Strs("removed", removed).Msg("dynamic resources removed")
+	}
+	return removed
 }
 
 // planDynamic makes next's dynamic resources the list: one with the same storage and
