@@ -181,43 +181,75 @@ func (m *Manager) Reload(ctx context.Context, next *spec.Spec, running []string)
 // fetched beside the old (all or none: one that fails leaves the old set as it was),
 // then put in place; a changed check_period restarts the re-verification.
 func (m *Manager) reloadStatic(ctx context.Context, next *spec.Spec) error {
+	st, err := m.StageStatic(ctx, next)
+	if err != nil {
+		return err
+	}
+	return st.Commit()
+}
+
+// StaticReload is a reload's new and changed static resources, fetched and verified
+// beside the old ones, which stay in place until Commit. A re-prepare (SPEC §13.1)
+// stages while everything runs and commits once the containers have stopped.
+type StaticReload struct {
+	m      *Manager
+	old    []*static
+	plan   staticPlan
+	staged []string
+}
+
+// StageStatic fetches (up to ReloadRounds rounds) what next changes or adds to the
+// static resources. On an error nothing has changed.
+func (m *Manager) StageStatic(ctx context.Context, next *spec.Spec) (*StaticReload, error) {
 	m.mu.Lock()
 	old := m.static
 	m.mu.Unlock()
 	plan, err := planStatic(old, next)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	st := &StaticReload{m: m, old: old, plan: plan, staged: make([]string, len(plan.fetch))}
 	if len(plan.fetch) > 0 {
-		m.setStatic(plan.list)
+		m.setStatic(plan.list) // status shows the downloads' progress
 	}
-	staged := make([]string, len(plan.fetch))
 	err = parallel(len(plan.fetch), func(i int) error {
 		var err error
-		staged[i], err = m.stageStatic(ctx, plan.fetch[i], m.opts.ReloadRounds, true)
+		st.staged[i], err = m.stageStatic(ctx, plan.fetch[i], m.opts.ReloadRounds, true)
 		if err != nil {
 			return fmt.Errorf("resource %q: %w", plan.fetch[i].spec.Name, err)
 		}
 		return nil
 	})
 	if err != nil {
-		for _, p := range staged {
-			if p != "" {
-				os.RemoveAll(p)
-			}
-		}
-		m.setStatic(old)
-		return err
+		st.Abandon()
+		return nil, err
 	}
-	// Commit: the old versions' re-verification must not fetch them back.
-	for _, o := range old {
+	return st, nil
+}
+
+// Abandon removes what was staged and shows the old resources again.
+func (st *StaticReload) Abandon() {
+	for _, p := range st.staged {
+		if p != "" {
+			os.RemoveAll(p)
+		}
+	}
+	st.m.setStatic(st.old)
+}
+
+// Commit puts the staged resources in place; a changed check_period restarts the
+// re-verification.
+func (st *StaticReload) Commit() error {
+	m, plan := st.m, st.plan
+	// The old versions' re-verification must not fetch them back.
+	for _, o := range st.old {
 		if !slices.Contains(plan.list, o) {
 			o.stopRecheck()
 		}
 	}
 	var errs []error
 	for i, r := range plan.fetch {
-		if err := m.commitStatic(r, staged[i]); err != nil {
+		if err := m.commitStatic(r, st.staged[i]); err != nil {
 			errs = append(errs, err)
 		}
 		m.startRecheck(r)
@@ -276,6 +308,12 @@ func (m *Manager) setStatic(list []*static) {
 	m.static = list
 	m.mu.Unlock()
 	m.opts.Changed()
+}
+
+// ReloadDynamic applies next's dynamic resources alone: a re-prepare's, once the
+// static ones are committed (running is empty then: nothing runs to be notified).
+func (m *Manager) ReloadDynamic(ctx context.Context, next *spec.Spec, running []string) {
+	m.reloadDynamic(ctx, next, running)
 }
 
 // reloadDynamic brings the dynamic resources to next: the changed ones (and the
