@@ -214,3 +214,24 @@ func TestReloadReprepareFetchFailureChangesNothing(t *testing.T) {
 	}
 	termAndWait(t, tp, 10*time.Second)
 }
+
+// A SIGTERM while a reload re-prepares cancels the init container and shuts down at
+// once with exit 0: nothing waits for the init container's sleep.
+func TestReprepareShutdownCancelsInit(t *testing.T) {
+	srv := newFileServer(t, map[string]string{"/v1": "version 1", "/v2": "version 2"})
+	tp := start(t, reprepSpec(srv, "/v1", "0", "[sleep, '60']"))
+	tp.waitStatus(15*time.Second, "app running", func(d status.Document) bool {
+		return containerStatus(d, "app").State == status.Running
+	})
+	waitEvents(t, tp.dir, 2)
+	writeSpec(t, tp, reprepSpec(srv, "/v2", "30", "[sleep, '60']"))
+	post(t, tp, "/v1/reload")
+	waitEvents(t, tp.dir, 4) // term of the old app, then the new init run began
+	sent, exited := termAndWait(t, tp, 15*time.Second)
+	if took := exited.Sub(sent); took > 5*time.Second {
+		t.Errorf("shutdown took %v; the init container's sleep 30 should have been cancelled", took)
+	}
+	if evs := readReprepEvents(t, tp.dir); len(evs) != 4 {
+		t.Errorf("events:\n%s\nwant no new start after the shutdown", eventsString(evs))
+	}
+}
