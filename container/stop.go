@@ -333,13 +333,14 @@ func (r *stopRun) signalHandler(tl restart.TimeLimit) {
 }
 
 // handler runs an exec or http_get stop handler until a try succeeds, then waits
-// wait_after_ms for the exit. It reports whether the sequence goes on (to the TERM
-// barrier): false once the process has exited.
+// wait_after_ms for the exit whatever the handler's result (SPEC §13.3: a handler
+// that failed or timed out may still have started a graceful exit). It reports
+// whether the sequence goes on (to the TERM barrier): false once the process has exited.
 func (r *stopRun) handler(tl restart.TimeLimit) bool {
 	pol := r.policy
 	r.step(stepHandler)
 	exited := false
-	res := probes.RunPolicy(r.kill, pol.Handler, r.target, tl, pol.MaxTries.Get(), r.waitForExit(&exited),
+	probes.RunPolicy(r.kill, pol.Handler, r.target, tl, pol.MaxTries.Get(), r.waitForExit(&exited),
 		func(try int, res probes.Result) {
 			result := res.Detail
 			if res.OK {
@@ -350,7 +351,7 @@ func (r *stopRun) handler(tl restart.TimeLimit) bool {
 	if exited || r.exited() {
 		return false
 	}
-	if res.OK && pol.WaitAfterMs.Get() > 0 {
+	if pol.WaitAfterMs.Get() > 0 && !r.killed() {
 		r.step(stepWaitAfter)
 		if r.waitExit(spec.Ms(pol.WaitAfterMs)) {
 			return false

@@ -166,7 +166,7 @@ func (m *Manager) keepRejected(r *dynamic, rej *rejected) error {
 // succeeded, else nothing changes and the error is returned. Then each dynamic
 // resource whose version changed is fetched or taken from the kept versions, its
 // destination switched, the notify_actions of the running containers named in
-// running are run with the changed names as arguments, and verify runs; a failed
+// running are run with the changed and removed names as arguments, and verify runs; a failed
 // verify switches back and notifies again. Dynamic failures are shown in status and
 // do not fail the reload.
 func (m *Manager) Reload(ctx context.Context, next *spec.Spec, running []string) error {
@@ -181,43 +181,75 @@ func (m *Manager) Reload(ctx context.Context, next *spec.Spec, running []string)
 // fetched beside the old (all or none: one that fails leaves the old set as it was),
 // then put in place; a changed check_period restarts the re-verification.
 func (m *Manager) reloadStatic(ctx context.Context, next *spec.Spec) error {
+	st, err := m.StageStatic(ctx, next)
+	if err != nil {
+		return err
+	}
+	return st.Commit()
+}
+
+// StaticReload is a reload's new and changed static resources, fetched and verified
+// beside the old ones, which stay in place until Commit. A re-prepare (SPEC §13.1)
+// stages while everything runs and commits once the containers have stopped.
+type StaticReload struct {
+	m      *Manager
+	old    []*static
+	plan   staticPlan
+	staged []string
+}
+
+// StageStatic fetches (up to ReloadRounds rounds) what next changes or adds to the
+// static resources. On an error nothing has changed.
+func (m *Manager) StageStatic(ctx context.Context, next *spec.Spec) (*StaticReload, error) {
 	m.mu.Lock()
 	old := m.static
 	m.mu.Unlock()
 	plan, err := planStatic(old, next)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	st := &StaticReload{m: m, old: old, plan: plan, staged: make([]string, len(plan.fetch))}
 	if len(plan.fetch) > 0 {
-		m.setStatic(plan.list)
+		m.setStatic(plan.list) // status shows the downloads' progress
 	}
-	staged := make([]string, len(plan.fetch))
 	err = parallel(len(plan.fetch), func(i int) error {
 		var err error
-		staged[i], err = m.stageStatic(ctx, plan.fetch[i], m.opts.ReloadRounds, true)
+		st.staged[i], err = m.stageStatic(ctx, plan.fetch[i], m.opts.ReloadRounds, true)
 		if err != nil {
 			return fmt.Errorf("resource %q: %w", plan.fetch[i].spec.Name, err)
 		}
 		return nil
 	})
 	if err != nil {
-		for _, p := range staged {
-			if p != "" {
-				os.RemoveAll(p)
-			}
-		}
-		m.setStatic(old)
-		return err
+		st.Abandon()
+		return nil, err
 	}
-	// Commit: the old versions' re-verification must not fetch them back.
-	for _, o := range old {
+	return st, nil
+}
+
+// Abandon removes what was staged and shows the old resources again.
+func (st *StaticReload) Abandon() {
+	for _, p := range st.staged {
+		if p != "" {
+			os.RemoveAll(p)
+		}
+	}
+	st.m.setStatic(st.old)
+}
+
+// Commit puts the staged resources in place; a changed check_period restarts the
+// re-verification.
+func (st *StaticReload) Commit() error {
+	m, plan := st.m, st.plan
+	// The old versions' re-verification must not fetch them back.
+	for _, o := range st.old {
 		if !slices.Contains(plan.list, o) {
 			o.stopRecheck()
 		}
 	}
 	var errs []error
 	for i, r := range plan.fetch {
-		if err := m.commitStatic(r, staged[i]); err != nil {
+		if err := m.commitStatic(r, st.staged[i]); err != nil {
 			errs = append(errs, err)
 		}
 		m.startRecheck(r)
@@ -278,33 +310,59 @@ func (m *Manager) setStatic(list []*static) {
 	m.opts.Changed()
 }
 
+// ReloadDynamic applies next's dynamic resources alone: a re-prepare's, once the
+// static ones are committed (running is empty then: nothing runs to be notified).
+func (m *Manager) ReloadDynamic(ctx context.Context, next *spec.Spec, running []string) {
+	m.reloadDynamic(ctx, next, running)
+}
+
 // reloadDynamic brings the dynamic resources to next: the changed ones (and the
 // failed) are fetched beside the active version, switched, the running containers
-// notified, verified (going back where verify fails) and old versions evicted.
+// notified, verified (going back where verify fails) and old versions evicted. The
+// names of removed ones are notified too (seed 001: "on update, add or delete"); their
+// files stay where they are, as a container may still read them.
 func (m *Manager) reloadDynamic(ctx context.Context, next *spec.Spec, running []string) {
+	removed := m.removedDynamic(next)
 	work, opened := m.planDynamic(next)
-	if len(work) == 0 {
-		return
-	}
-	done := m.switchDynamic(work, m.stageAll(ctx, work, opened))
-	m.opts.Changed()
-	if len(done) > 0 {
-		m.notify(ctx, next, running, names(done))
-		var back []*dynamic
-		for _, r := range done {
-			if m.settle(ctx, next, r) {
-				back = append(back, r)
-			}
-		}
+	var done []*dynamic
+	if len(work) > 0 {
+		done = m.switchDynamic(work, m.stageAll(ctx, work, opened))
 		m.opts.Changed()
-		if len(back) > 0 {
-			m.notify(ctx, next, running, names(back))
+	}
+	if changed := append(names(done), removed...); len(changed) > 0 {
+		m.notify(ctx, next, running, changed)
+	}
+	var back []*dynamic
+	for _, r := range done {
+		if m.settle(ctx, next, r) {
+			back = append(back, r)
 		}
+	}
+	m.opts.Changed()
+	if len(back) > 0 {
+		m.notify(ctx, next, running, names(back))
 	}
 	for _, r := range work {
 		m.evict(r, r.spec.CachedRevisionsCount.Get())
 	}
 	m.opts.Changed()
+}
+
+// removedDynamic returns the names of the dynamic resources next no longer has.
+func (m *Manager) removedDynamic(next *spec.Spec) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var removed []string
+	for _, r := range m.dynamic {
+		name := r.name()
+		if !slices.ContainsFunc(next.DynamicResources, func(d spec.DynamicResource) bool { return d.Name == name }) {
+			removed = append(removed, name)
+		}
+	}
+	if len(removed) > 0 {
+		m.opts.Log.Info().Strs("removed", removed).Msg("dynamic resources removed")
+	}
+	return removed
 }
 
 // planDynamic makes next's dynamic resources the list: one with the same storage and

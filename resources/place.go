@@ -156,20 +156,21 @@ func treeDigest(root string) (string, error) {
 // isTempName reports whether name is one of the temporary entries tend makes beside
 // a resource: ".NAME.tend-part-N" (a download), ".NAME.tend-stage-N" (an archive
 // being unpacked, or ".NAME.tend-stage-N.old", moved aside by replace) or
-// ".NAME.tend-link-HEX" (a symlink about to replace a destination).
+// ".NAME.tend-link-HEX" (a symlink about to replace a destination) or
+// ".NAME.tend-file-HEX" (a file of files: being written).
 func isTempName(name string) bool {
 	if !strings.HasPrefix(name, ".") {
 		return false
 	}
 	name = strings.TrimSuffix(name, ".old")
-	for _, kind := range []string{".tend-part-", ".tend-stage-", ".tend-link-"} {
+	for _, kind := range []string{".tend-part-", ".tend-stage-", ".tend-link-", ".tend-file-"} {
 		i := strings.LastIndex(name, kind)
 		if i < 2 { // ".X" comes first
 			continue
 		}
 		suffix := name[i+len(kind):]
 		digits := "0123456789"
-		if kind == ".tend-link-" {
+		if kind == ".tend-link-" || kind == ".tend-file-" {
 			digits += "abcdef"
 		}
 		if suffix != "" && strings.Trim(suffix, digits) == "" {

@@ -73,6 +73,9 @@ func applyDefaults(s *Spec, hostname, specDir string) {
 			defaultPolicy(d.Verify, in.Port)
 		}
 	}
+	for i := range s.Files {
+		setString(&s.Files[i].Mode, DefaultFileMode)
+	}
 	for i := range s.InitContainers {
 		s.InitContainers[i].TimeLimit = defaultTimeLimit(s.InitContainers[i].TimeLimit, initTimeLimit)
 	}

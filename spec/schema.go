@@ -207,6 +207,7 @@ var schemaDefaults = map[string]any{
 	"Resource.check_period":                  DefaultCheckPeriod,
 	"DynamicResource.checksum":               DefaultChecksum,
 	"DynamicResource.cached_revisions_count": DefaultCachedRevisions,
+	"File.mode":                              DefaultFileMode,
 }
 
 // schemaDescriptions say what a type or field is (docs/reference.md "The spec" has more).
@@ -216,6 +217,7 @@ var schemaDescriptions = map[string]string{
 	"Spec.env_files":         "files of KEY=VALUE lines (# comments; ${VAR} of earlier keys expands), relative to instance.dir",
 	"Spec.resources":         "static resources, fetched and verified before the init containers",
 	"Spec.dynamic_resources": "resources with revisions kept in storage_dir, switched by a reload",
+	"Spec.files":             "files tend writes into the instance before the init containers",
 	"Spec.init_containers":   "run once, in order, each until it exits 0, before any container",
 	"Spec.containers":        "the supervised processes",
 
@@ -303,7 +305,7 @@ var schemaDescriptions = map[string]string{
 	"Probe.success_threshold": "consecutive successes that count",
 
 	"StopPolicy.max_tries":       "tries of the stop handler",
-	"StopPolicy.wait_after_ms":   "wait after the handler succeeded before SIGTERM",
+	"StopPolicy.wait_after_ms":   "wait after the handler, whatever its result, before SIGTERM",
 	"StopPolicy.term_timeout_ms": "wait after SIGTERM before SIGKILL",
 	"Policy.max_tries":           "tries of the handler",
 
@@ -323,4 +325,9 @@ var schemaDescriptions = map[string]string{
 	"DynamicResource.destination":            "a symlink to the current revision",
 	"DynamicResource.cached_revisions_count": "revisions kept",
 	"DynamicResource.verify":                 "checks a new revision; a failure rolls back",
+
+	"File.path":      "relative to instance.dir (and inside it), or absolute",
+	"File.content":   "the file's text ({NAME} substituted); not with from_file",
+	"File.from_file": "a file copied byte for byte (a secret: never rendered or logged); not with content",
+	"File.mode":      "octal permissions such as \"0640\"; owner instance.user and group when set",
 }

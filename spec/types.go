@@ -14,6 +14,7 @@ type Spec struct {
 	EnvFiles         []string          `yaml:"env_files,omitempty" json:"env_files,omitempty"`
 	Resources        []Resource        `yaml:"resources,omitempty" json:"resources,omitempty"`
 	DynamicResources []DynamicResource `yaml:"dynamic_resources,omitempty" json:"dynamic_resources,omitempty"`
+	Files            []File            `yaml:"files,omitempty" json:"files,omitempty"`
 	InitContainers   []InitContainer   `yaml:"init_containers,omitempty" json:"init_containers,omitempty"`
 	Containers       []Container       `yaml:"containers" json:"containers"`
 

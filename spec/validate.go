@@ -81,6 +81,7 @@ func (k *checker) check() {
 	targets := map[string]string{} // absolute resource path -> field path
 	k.resources(targets)
 	k.dynamicResources(targets)
+	k.files(targets)
 
 	names := map[string]string{}
 	for i := range s.InitContainers {

@@ -167,6 +167,7 @@ const (
 	ReasonPrepareFailed        Reason = "PrepareFailed"
 	ReasonInitContainerFailing Reason = "InitContainerFailing"
 	ReasonResourcesFailing     Reason = "ResourcesFailing"
+	ReasonFilesFailing         Reason = "FilesFailing" // a file of files: cannot be read or written
 	ReasonNotInstalled         Reason = "NotInstalled"
 	ReasonContainersReady      Reason = "ContainersReady"
 	ReasonContainersNotReady   Reason = "ContainersNotReady"

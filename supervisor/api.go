@@ -87,6 +87,11 @@ func (sv *Supervisor) handle(req request) {
 		sv.reload(req)
 		return
 	}
+	if sv.reprep != nil {
+		// Re-preparing: the containers are stopping or gone, as while preparing.
+		req.reply(errPreparing)
+		return
+	}
 	if sv.reloading {
 		// The containers are being swapped: a request for one that the reload is
 		// replacing would reach the old container, which is finishing, and be lost.

@@ -69,6 +69,11 @@ func (sv *Supervisor) onLoaded(step reloadStep) {
 	}
 	reply(nil)
 	next := step.fetched
+	if why := needsPrepare(sv.spec, next); why != "" {
+		sv.log.Info().Str("changed", why).Msg("the reload re-prepares the instance; fetching what is new first")
+		go func() { sv.reloadSteps <- sv.stageReprepare(sv.reloadCtx, next) }()
+		return
+	}
 	go func() {
 		err := sv.reloadResources(sv.reloadCtx, next)
 		sv.reloadSteps <- reloadStep{fetched: next, err: err}
@@ -77,25 +82,34 @@ func (sv *Supervisor) onLoaded(step reloadStep) {
 
 // reloadStep is what a reload's goroutines hand back to the main loop: the spec is
 // read (loaded: fetched, or err; req is the reload's request), the new spec's
-// resources are in place (fetched, or err), or the containers it replaces have
-// stopped and list is to run (swap).
+// resources are in place (fetched, or err), the containers it replaces have
+// stopped and list is to run (swap), or a re-prepare (reprepare.go) has staged what
+// is new (reprep) or has prepared (reprep and prepared, or err).
 type reloadStep struct {
-	loaded  bool
-	req     request
-	fetched *spec.Spec
-	err     error
-	swap    []*container.Container
+	loaded   bool
+	req      request
+	fetched  *spec.Spec
+	err      error
+	swap     []*container.Container
+	reprep   *reprep
+	prepared bool
 }
 
-func (sv *Supervisor) onReloadStep(step reloadStep) {
+// onReloadStep goes on with a reload; a failed re-prepare returns how tend ends.
+func (sv *Supervisor) onReloadStep(step reloadStep) *ending {
 	switch {
 	case step.loaded:
 		sv.onLoaded(step)
 	case step.swap != nil:
 		sv.swap(step.swap)
+	case step.prepared:
+		return sv.endReprepare(step.reprep, step.err)
+	case step.reprep != nil:
+		sv.beginReprepare(step.reprep)
 	default:
 		sv.applyReload(step.fetched, step.err)
 	}
+	return nil
 }
 
 // abandon drops a step that arrives during shutdown: nothing new starts now, a reload
@@ -113,6 +127,14 @@ func (sv *Supervisor) abandon(step reloadStep) {
 		if !running[c] {
 			c.Discard()
 		}
+	}
+	switch {
+	case step.prepared:
+		for _, c := range step.reprep.list {
+			c.Discard()
+		}
+	case step.reprep != nil:
+		step.reprep.static.Abandon() // staged, never to be put in place
 	}
 }
 

@@ -2,8 +2,12 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/tend-sh/tend/resources"
+	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -65,6 +69,38 @@ func (sv *Supervisor) resourceStatus(doc *status.Document) {
 		if why := sv.res.mgr.Failing(); why != "" {
 			doc.Installed.Reason = status.ReasonResourcesFailing
 			doc.Installed.Message = why
+		}
+	}
+}
+
+// prepareFiles writes the files: section (docs/reference.md "Files") before the init
+// containers. A from_file that cannot be read (a secret not mounted yet) or a file
+// that cannot be written keeps installed False with the reason and is tried again
+// with the resources' backoff until it works or ctx ends, as a failing resource is.
+func (sv *Supervisor) prepareFiles(ctx context.Context, s *spec.Spec) error {
+	if len(s.Files) == 0 {
+		return nil
+	}
+	retry := resources.DefaultOptions().Retry
+	for attempt := 1; ; attempt++ {
+		files, err := resources.ReadFiles(s)
+		if err == nil {
+			err = resources.WriteFiles(files, s.Instance.Identity())
+		}
+		if err == nil {
+			sv.log.Info().Int("files", len(files)).Msg("files in place")
+			sv.setInstance(status.InstancePreparing, func() {
+				sv.installed.Set(false, status.ReasonPreparing, "", time.Now())
+			})
+			return nil
+		}
+		delay := retry.Delay(attempt, rand.Float64)
+		sv.log.Warn().Err(err).Dur("retry_in_ms", delay).Msg("writing files failed")
+		sv.setInstance(status.InstancePreparing, func() {
+			sv.installed.Set(false, status.ReasonFilesFailing, err.Error(), time.Now())
+		})
+		if !restart.Sleep(ctx, delay) {
+			return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
 		}
 	}
 }

@@ -95,6 +95,7 @@ type Supervisor struct {
 	// Owned by the main loop.
 	reloading bool
 	pending   []request     // requests that arrived during a reload, handled after it
+	reprep    *reprep       // a re-prepare past its fetch (reprepare.go), or nil
 	reporter  *api.Reporter // nil without --report-url
 
 	mu         sync.Mutex // guards the fields below, read by the API
@@ -344,7 +345,9 @@ func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, s
 			}
 			sv.handle(req)
 		case step := <-sv.reloadSteps:
-			sv.onReloadStep(step)
+			if end := sv.onReloadStep(step); end != nil {
+				return sv.shutdown(signals, end.code), end.err
+			}
 		case <-sv.changed:
 			sv.updateReady()
 			sv.gate()
@@ -392,12 +395,21 @@ func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container, stoppedByRe
 	return c, nil
 }
 
-// prepare runs the init containers strictly in order, each until it exits 0.
+// prepare puts the resources and files in place, then runs the init containers.
 func (sv *Supervisor) prepare(ctx context.Context) error {
 	s := sv.spec
 	if err := sv.prepareResources(ctx, s); err != nil {
 		return err
 	}
+	if err := sv.prepareFiles(ctx, s); err != nil {
+		return err
+	}
+	return sv.runInitContainers(ctx, s)
+}
+
+// runInitContainers runs the init containers of s strictly in order, each until it
+// exits 0: at the first prepare and at every re-prepare (reprepare.go).
+func (sv *Supervisor) runInitContainers(ctx context.Context, s *spec.Spec) error {
 	for i := range s.InitContainers {
 		ic := &s.InitContainers[i]
 		env := s.ProcessEnvAs(ic.Env, ic.Identity())
@@ -625,6 +637,9 @@ func (sv *Supervisor) shutdown(signals <-chan os.Signal, code int) int {
 				sv.updateReady()
 			}
 		}
+	}
+	if sv.reprep != nil {
+		<-sv.reprep.done // its init container is cancelled; nothing may outlive tend
 	}
 	sv.setInstance(status.InstanceStopped, nil)
 	sv.updateReady()

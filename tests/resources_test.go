@@ -329,3 +329,51 @@ containers:
 	}
 	termAndWait(t, tp, 10*time.Second)
 }
+
+// A reload that removes a dynamic resource runs the running containers'
+// notify_actions with its name (seed 001: "on update, add or delete"), restarts
+// nothing, and leaves the kept resource alone.
+func TestResourceDynamicRemovedNotifies(t *testing.T) {
+	srv := newFileServer(t, map[string]string{"/geo": "geo", "/tz": "tz"})
+	specText := func(withTZ bool) string {
+		text := `
+dynamic_resources:
+  - {name: geo, revision: 1, urls: ["` + srv.URL + `/geo"], storage_dir: store-geo, destination: geo}
+`
+		if withTZ {
+			text += `  - {name: tz, revision: 1, urls: ["` + srv.URL + `/tz"], storage_dir: store-tz, destination: tz}
+`
+		}
+		return text + `
+containers:
+  - name: app
+    command: ["sleep", "60"]
+    notify_actions: [{exec: {command: ["sh", "-c", "echo \"$*\" >> {DIR}/notified", "notify"]}}]
+`
+	}
+	tp := start(t, specText(true))
+	doc := tp.waitStatus(15*time.Second, "app running", func(d status.Document) bool {
+		return containerStatus(d, "app").State == status.Running && dynamicStatus(d, "tz").State == "ready"
+	})
+	pid := *containerStatus(doc, "app").Pid
+
+	writeSpec(t, tp, specText(false))
+	if code := post(t, tp, "/v1/reload"); code != 200 {
+		t.Fatalf("reload: HTTP %d", code)
+	}
+	waitFor(t, 10*time.Second, "a notification of the removal", func() (bool, string) {
+		l := lines(t, filepath.Join(tp.dir, "notified"))
+		return len(l) > 0, strings.Join(l, ",")
+	})
+	if got := strings.Join(lines(t, filepath.Join(tp.dir, "notified")), ","); got != "tz" {
+		t.Errorf("notify arguments = %q, want tz", got)
+	}
+	doc, _ = tp.status()
+	if c := containerStatus(doc, "app"); c.Pid == nil || *c.Pid != pid || c.Restarts != 0 {
+		t.Errorf("app was restarted: %+v", c)
+	}
+	if len(doc.DynamicResources) != 1 || doc.DynamicResources[0].Name != "geo" {
+		t.Errorf("dynamic resources after the reload = %+v, want geo only", doc.DynamicResources)
+	}
+	termAndWait(t, tp, 10*time.Second)
+}

@@ -269,8 +269,9 @@ func checkSpan(t *testing.T, what string, d, lo, hi time.Duration, tl timeline) 
 }
 
 // A failing exec stop handler is retried up to max_tries, a time_limit period apart;
-// wait_after_ms does not apply after a failure; then SIGTERM, and SIGKILL after
-// term_timeout_ms for a process that ignores SIGTERM; tend still exits 0.
+// wait_after_ms applies after the failure too (SPEC §13.3): the process, which stays,
+// gets SIGTERM only once it is over, and SIGKILL after term_timeout_ms as it ignores
+// SIGTERM; tend still exits 0.
 func TestStopExecHandlerRetriesThenTermThenKill(t *testing.T) {
 	tp, _ := startStop(t, `
 containers:
@@ -280,7 +281,7 @@ containers:
       exec: {command: [sh, -c, "{EV} app handler; exit 1"]}
       max_tries: 3
       time_limit: {min_restart_period_ms: 300, max_restart_period_ms: 300}
-      wait_after_ms: 5000
+      wait_after_ms: 700
       term_timeout_ms: 500
 `)
 	waitEvent(t, tp, "app", "up", 1)
@@ -296,10 +297,40 @@ containers:
 	}
 	checkSpan(t, "time from the first try to the last", tries[2].Sub(tries[0]), 600*time.Millisecond-eventSlack, 3*time.Second, tl)
 	term := tl.one(t, "app", "term")
-	checkSpan(t, "last try to SIGTERM (no wait_after_ms after a failed handler)", term.Sub(tries[2]), 0, 1500*time.Millisecond, tl)
+	// wait_after_ms (700 ms) follows the last try before SIGTERM.
+	checkSpan(t, "last try to SIGTERM (wait_after_ms after a failed handler)", term.Sub(tries[2]), 700*time.Millisecond, 3*time.Second, tl)
 	steps := stepsOf(t, tp, "app")
 	checkSpan(t, "logged SIGTERM to SIGKILL (term_timeout_ms 500ms)", steps.first(t, "kill").Sub(steps.first(t, "term")), 500*time.Millisecond-2*time.Millisecond, 2*time.Second, tl)
 	checkSpan(t, "SIGTERM to the end of tend", exited.Sub(term), 0, 3*time.Second, tl)
+}
+
+// A stop handler that fails (it asks the process to quit, then exits 1) is still
+// followed by wait_after_ms (SPEC §13.3): the process exits by itself within it and
+// never gets SIGTERM.
+func TestStopFailedHandlerThenExitWithinWaitAfter(t *testing.T) {
+	tp, _ := startStop(t, `
+containers:
+  - name: quits
+    command: [sh, -c, "trap '{EV} quits term' TERM; {EV} quits up; while [ ! -e {DIR}/quit ]; do sleep 0.02; done; sleep 0.3; {EV} quits exit"]
+    stop_policy:
+      exec: {command: [sh, -c, "{EV} quits handler; touch {DIR}/quit; exit 1"]}
+      max_tries: 1
+      wait_after_ms: 5000
+      term_timeout_ms: 10000
+`)
+	waitEvent(t, tp, "quits", "up", 1)
+	sent, exited := termAndWait(t, tp, 15*time.Second)
+	tl := readEvents(t, tp.dir)
+
+	tl.one(t, "quits", "handler")
+	quit := tl.one(t, "quits", "exit")
+	if n := len(tl.all("quits", "term")); n != 0 {
+		t.Errorf("quits got SIGTERM although it exited within wait_after_ms after its failed handler; events:\n%s", tl)
+	}
+	checkSpan(t, "quits: exit to the end of tend (wait_after_ms ends at the exit)", exited.Sub(quit), 0, 2*time.Second, tl)
+	if took := exited.Sub(sent); took > 4*time.Second {
+		t.Errorf("shutdown took %v; wait_after_ms (5s) should have ended at the exit", took)
+	}
 }
 
 // A successful exec handler runs once (max_tries is only for failures); then
