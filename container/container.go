@@ -12,7 +12,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tend-sh/tend/cgroup"
 	"github.com/tend-sh/tend/output"
+	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -64,6 +66,10 @@ type Container struct {
 	started atomic.Bool // a process of it has started (depends_on: started)
 	done    chan struct{}
 	logFile *output.LogFile
+	// group is the container's cgroup (OpenCgroup, before Run); nil: none. placed
+	// is how processes start in it, nil once it is removed.
+	group  *cgroup.Group
+	placed atomic.Pointer[proc.Cgroup]
 }
 
 type commandKind int
@@ -213,6 +219,7 @@ func (c *Container) Run(ctx context.Context) {
 	defer c.Discard()
 	l := newLoop(c)
 	l.run(ctx)
+	c.removeCgroup() // before draining: a leftover holding the output pipes dies
 	l.drainOutput()
 }
 
@@ -232,6 +239,7 @@ func initialStatus(sc *spec.Container, stoppedByRequest bool, now time.Time) sta
 		WaitingFor:       []string{},
 		Alive:            status.NewCondition(false, status.ReasonNotStarted, "", now),
 		Ready:            status.NewCondition(false, status.ReasonNotStarted, "", now),
+		LimitsApplied:    !sc.Limits.IsSet(), // until OpenCgroup has written them
 	}
 	if stoppedByRequest {
 		st.TargetState = spec.TargetRemoved
