@@ -41,14 +41,14 @@ func TestContainersRunInTheirCgroups(t *testing.T) {
 	tp := start(t, `
 init_containers:
   - name: setup
-    command: "sh -c 'cat /proc/self/cgroup > {DIR}/setup.cg'"
+    command: "sh -c 'cat /proc/self/cgroup > {DIR}/setup.tmp && mv {DIR}/setup.tmp {DIR}/setup.cg'"
 containers:
   - name: web
-    init: [{command: "sh -c 'cat /proc/self/cgroup > {DIR}/init.cg'"}]
-    command: "sh -c 'cat /proc/self/cgroup > {DIR}/web.cg; exec sleep 600'"
+    init: [{command: "sh -c 'cat /proc/self/cgroup > {DIR}/init.tmp && mv {DIR}/init.tmp {DIR}/init.cg'"}]
+    command: "sh -c 'cat /proc/self/cgroup > {DIR}/web.tmp && mv {DIR}/web.tmp {DIR}/web.cg; exec sleep 600'"
     limits: {cpu: 0.5, memory: 64Mi, pids: 50}
     readiness_probe:
-      exec: {command: "sh -c 'cat /proc/self/cgroup > {DIR}/probe.cg'"}
+      exec: {command: "sh -c 'cat /proc/self/cgroup > {DIR}/probe.tmp && mv {DIR}/probe.tmp {DIR}/probe.cg'"}
       time_limit: {initial_delay_ms: 10, min_restart_period_ms: 100, max_restart_period_ms: 100}
   - name: plain
     command: sleep 600

@@ -41,6 +41,7 @@ containers:
 		return containerStatus(d, "app").State == status.Running
 	})
 	otherPid := *containerStatus(doc, "other").Pid
+	waitFile(t, 5*time.Second, filepath.Join(tp.dir, "starts")) // see "two starts" below
 	if code := post(t, tp, "/v1/containers/app/stop"); code != 200 {
 		t.Fatalf("stop: %d", code)
 	}
