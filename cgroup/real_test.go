@@ -26,6 +26,23 @@ func testName() string {
 // process's own cgroup in each hierarchy, as tend would below its own.
 func realV1Tree(t *testing.T) *Tree {
 	t.Helper()
+	tree, err := openV1("/", realV1Paths(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tree.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return tree
+}
+
+// realV1Paths creates tend-test-<random> below the test process's own cgroup in each
+// v1 hierarchy tend uses and returns /proc/self/cgroup's map as if the process were
+// there.
+func realV1Paths(t *testing.T) map[string]string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("v1 cgroups are writable by root only")
 	}
@@ -44,16 +61,36 @@ func realV1Tree(t *testing.T) *Tree {
 		t.Cleanup(func() { os.Remove(dir) })
 		paths[list] = own + "/" + name
 	}
-	tree, err := openV1("/", paths)
+	return paths
+}
+
+// Two tends started in one cgroup would share <start>/containers/NAME, and each
+// would kill the other's group as a leftover: the second finds the first's lock.
+func TestV1SecondTreeInOneCgroupIsLockedOut(t *testing.T) {
+	paths := realV1Paths(t)
+	first, err := openV1("/", paths)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := tree.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return tree
+	g := realGroup(t, first, "web")
+	if _, err := openV1("/", paths); err == nil || !strings.Contains(err.Error(), "another tend uses /sys/fs/cgroup/") {
+		t.Fatalf("second openV1 = %v, want \"another tend uses <start>/containers\"", err)
+	}
+	if !exists(filepath.Join(dirOf(g.places, "memory"), "cgroup.procs")) {
+		t.Error("the first tree's group is gone after the second open")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g.Kill(ctx)
+	g.Remove()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := openV1("/", paths)
+	if err != nil {
+		t.Fatalf("openV1 after the first tree closed: %v", err)
+	}
+	again.Close()
 }
 
 func isUsed(list string) bool {

@@ -53,6 +53,7 @@ type Tree struct {
 	Reason string // why Mode is ModeOff
 	start  string // tend's starting cgroup as /proc/self/cgroup shows it (v1: memory's)
 	places []place
+	locks  []int // flocked <start>/containers directories, held for tend's life
 }
 
 // Open decides where tend can create cgroups, for want "auto", "required" or "off", from
@@ -120,21 +121,30 @@ func openV2(mount, start string, self int) (*Tree, error) {
 		}
 		return nil, fmt.Errorf("cgroup %s is not writable: %w", start, err)
 	}
+	lock, err := lockContainers(dir)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tree{Mode: ModeV2, start: start, locks: []int{lock}}
 	leaf := filepath.Join(dir, "tend")
 	if err := mkdir(leaf); err != nil {
+		t.unlock()
 		return nil, fmt.Errorf("create the leaf for tend itself: %w", err)
 	}
 	if err := writeFile(leaf, "cgroup.procs", strconv.Itoa(self)); err != nil {
+		t.unlock()
 		return nil, fmt.Errorf("move tend into %s: %w", path.Join(start, "tend"), err)
 	}
 	enabled := enable(dir, strings.Fields(readFile(dir, "cgroup.controllers")))
 	for _, kind := range []string{KindContainers, KindInit} {
 		if err := mkdir(filepath.Join(dir, kind)); err != nil {
+			t.unlock()
 			return nil, fmt.Errorf("create %s: %w", path.Join(start, kind), err)
 		}
 		enable(filepath.Join(dir, kind), enabled)
 	}
-	return &Tree{Mode: ModeV2, start: start, places: []place{{dir, enabled}}}, nil
+	t.places = []place{{dir, enabled}}
+	return t, nil
 }
 
 // enable turns on the controllers tend uses, of those offered, for the children of dir
@@ -181,6 +191,12 @@ func openV1(root string, paths map[string]string) (*Tree, error) {
 			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
+		lock, err := lockContainers(dir)
+		if err != nil {
+			t.unlock()
+			return nil, err
+		}
+		t.locks = append(t.locks, lock)
 		t.places = append(t.places, place{dir, []string{c}})
 		if t.start == "" || c == "memory" {
 			t.start = path.Clean("/" + start)
@@ -243,9 +259,10 @@ func (t *Tree) Group(kind, name string) (*Group, error) {
 	return g, nil
 }
 
-// Close removes <start>/containers and <start>/init where they are empty. tend stays in
-// its leaf: it is exiting.
+// Close removes <start>/containers and <start>/init where they are empty and releases
+// the lock on <start>/containers. tend stays in its leaf: it is exiting.
 func (t *Tree) Close() error {
+	defer t.unlock()
 	var errs []error
 	for _, p := range t.places {
 		for _, kind := range []string{KindContainers, KindInit} {
@@ -256,6 +273,38 @@ func (t *Tree) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// lockContainers creates dir/containers and takes an exclusive flock on it, so that
+// two tends started in the same cgroup (two `tend run` in one shell, parallel tests)
+// do not share <start>/containers/NAME: Group kills a group it finds, taking it for a
+// crashed tend's leftover. kernfs takes flock on directories like any file; the lock
+// goes with the process, so a crashed tend never leaves it behind.
+func lockContainers(dir string) (int, error) {
+	locked := filepath.Join(dir, KindContainers)
+	if err := mkdir(locked); err != nil {
+		return -1, fmt.Errorf("create %s: %w", locked, err)
+	}
+	fd, err := unix.Open(locked, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", locked, err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		if err == unix.EWOULDBLOCK {
+			return -1, fmt.Errorf("another tend uses %s", locked)
+		}
+		return -1, fmt.Errorf("lock %s: %w", locked, err)
+	}
+	return fd, nil
+}
+
+// unlock releases the locks on <start>/containers (closing the fd drops the flock).
+func (t *Tree) unlock() {
+	for _, fd := range t.locks {
+		unix.Close(fd)
+	}
+	t.locks = nil
 }
 
 // onDisk is the directory of cgroup start under mount. In a container without a cgroup

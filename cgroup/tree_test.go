@@ -95,6 +95,33 @@ func TestV2LimitsWrittenWhere(t *testing.T) {
 	}
 }
 
+// A second tree in the same starting cgroup is off, and does not move itself into
+// the first one's leaf; once the first is closed the lock is free again.
+func TestV2SecondTreeInOneCgroupIsOff(t *testing.T) {
+	root, start := fakeV2(t, "cpu memory pids")
+	first, err := Open(root, "auto", 4242)
+	if err != nil || first.Mode != ModeV2 {
+		t.Fatalf("first Open = %+v, %v", first, err)
+	}
+	second, err := Open(root, "auto", 5353)
+	want := "another tend uses " + filepath.Join(start, "containers")
+	if err != nil || second.Mode != ModeOff || second.Reason != want {
+		t.Fatalf("second Open = %+v, %v; want off, %q", second, err, want)
+	}
+	if got := readString(t, filepath.Join(start, "tend/cgroup.procs")); got != "4242" {
+		t.Errorf("tend/cgroup.procs = %q: the second tree moved itself", got)
+	}
+	if _, err := Open(root, "required", 5353); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open required = %v, want an error naming %q", err, want)
+	}
+	first.Close()
+	third, err := Open(root, "auto", 6464)
+	if err != nil || third.Mode != ModeV2 {
+		t.Fatalf("Open after Close = %+v, %v; want v2", third, err)
+	}
+	third.Close()
+}
+
 func TestV2MissingControllerIsLimitError(t *testing.T) {
 	root, start := fakeV2(t, "memory io")
 	tree, err := Open(root, "auto", 1)

@@ -12,8 +12,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tend-sh/tend/cgroup"
 	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/probes"
+	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -69,6 +71,10 @@ type Container struct {
 	// checks of each polled probe, by probes.Kind (nil: no such probe).
 	events    atomic.Pointer[[]status.Event]
 	histories [3]*probes.History
+	// group is the container's cgroup (OpenCgroup, before Run); nil: none. placed
+	// is how processes start in it, nil once it is removed.
+	group  *cgroup.Group
+	placed atomic.Pointer[proc.Cgroup]
 }
 
 type commandKind int
@@ -218,6 +224,7 @@ func (c *Container) Run(ctx context.Context) {
 	defer c.Discard()
 	l := newLoop(c)
 	l.run(ctx)
+	c.removeCgroup() // before draining: a leftover holding the output pipes dies
 	l.drainOutput()
 }
 
@@ -237,6 +244,7 @@ func initialStatus(sc *spec.Container, stoppedByRequest bool, now time.Time) sta
 		WaitingFor:       []string{},
 		Alive:            status.NewCondition(false, status.ReasonNotStarted, "", now),
 		Ready:            status.NewCondition(false, status.ReasonNotStarted, "", now),
+		LimitsApplied:    !sc.Limits.IsSet(), // until OpenCgroup has written them
 	}
 	if stoppedByRequest {
 		st.TargetState = spec.TargetRemoved

@@ -198,7 +198,7 @@ func waitsFor(p *spec.Probe) string {
 }
 
 func (l *loop) target() probes.Target {
-	return probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity()}
+	return probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity(), Cgroup: l.c.Placement()}
 }
 
 // stopHealth stops everything startHealth started.

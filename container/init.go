@@ -58,7 +58,7 @@ func (l *loop) runInit(ctx context.Context) error {
 		attempts := 0
 		err := RunUntilSuccess(ctx,
 			func() ([]string, error) { return spec.Argv(ic.Command, l.cfg.Env) },
-			proc.Cmd{Env: l.cfg.Env, Dir: l.cfg.Dir, Stdout: l.c.initWriter(name, l.cfg.Stdout), Stderr: l.c.initWriter(name, l.cfg.Stderr), Ident: l.sc.Identity()},
+			proc.Cmd{Env: l.cfg.Env, Dir: l.cfg.Dir, Stdout: l.c.initWriter(name, l.cfg.Stdout), Stderr: l.c.initWriter(name, l.cfg.Stderr), Ident: l.sc.Identity(), Cgroup: l.c.Placement()},
 			restart.FromSpec(ic.TimeLimit), nil,
 			func(e proc.Exit, _ time.Duration) {
 				attempts++

@@ -255,7 +255,7 @@ func (l *loop) startProcess() {
 		l.afterExit(proc.Exit{Code: -1, StartErr: err}, 0)
 		return
 	}
-	l.proc, l.procDone, l.lastProc = p, p.Done(), p
+	l.proc, l.procDone, l.lastProc = p, l.c.exited(p), p
 	l.c.started.Store(true)
 	l.runID++
 	pid := p.Pid()
@@ -290,6 +290,7 @@ func (l *loop) spawn() (*proc.Process, error) {
 		Stderr: l.c.outputWriter(l.cfg.Stderr, matches...),
 		Files:  files,
 		Ident:  l.sc.Identity(),
+		Cgroup: l.c.Placement(),
 	})
 }
 

@@ -118,13 +118,16 @@ type stopEvent struct {
 // after it, the TERM barrier, SIGTERM and SIGKILL, then the destroy policy. It only
 // reads the process; the loop keeps owning the container's state.
 type stopRun struct {
-	p       *proc.Process // nil when the process was not running
-	policy  *spec.StopPolicy
-	destroy *spec.Policy
-	waits   bool // term_barrier WAIT
-	target  probes.Target
-	events  chan<- stopEvent
-	log     func(step string, kv ...any)
+	p *proc.Process // nil when the process was not running
+	// exitDone is closed after p's exit once its cgroup is empty (Container.exited):
+	// the destroy policy runs only then.
+	exitDone <-chan struct{}
+	policy   *spec.StopPolicy
+	destroy  *spec.Policy
+	waits    bool // term_barrier WAIT
+	target   probes.Target
+	events   chan<- stopEvent
+	log      func(step string, kv ...any)
 
 	// kill is done once any stop operation asks to kill at once.
 	kill      context.Context
@@ -144,11 +147,12 @@ func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &stopRun{
 		p:         l.proc,
+		exitDone:  l.procDone,
 		policy:    l.sc.StopPolicy,
 		destroy:   destroy,
 		waits:     l.sc.TermBarrier == spec.BarrierWait,
 		barriers:  append([]*Barrier(nil), op.Barriers...),
-		target:    probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity()},
+		target:    probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity(), Cgroup: l.c.Placement()},
 		events:    l.stopSteps,
 		kill:      ctx,
 		cancelAll: cancel,
@@ -267,7 +271,7 @@ func (r *stopRun) waitBarriers() bool {
 		}
 		select {
 		case <-b.Open():
-		case <-r.p.Done():
+		case <-r.exitDone:
 			return false
 		case <-r.kill.Done():
 			return true
@@ -375,7 +379,7 @@ func (r *stopRun) waitExit(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-r.p.Done():
+	case <-r.exitDone:
 		return true
 	case <-t.C:
 		return false
@@ -387,7 +391,7 @@ func (r *stopRun) waitExit(d time.Duration) bool {
 
 func (r *stopRun) exited() bool {
 	select {
-	case <-r.p.Done():
+	case <-r.exitDone:
 		return true
 	default:
 		return false
@@ -398,7 +402,7 @@ func (r *stopRun) killGroup() {
 	r.step(stepKill)
 	r.log(stepKill)
 	_ = r.p.SignalGroup(syscall.SIGKILL)
-	<-r.p.Done()
+	<-r.exitDone
 }
 
 // runDestroy runs the destroy policy: after initial_delay_ms, up to max_tries, the

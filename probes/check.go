@@ -471,7 +471,7 @@ func checkExec(ctx context.Context, h spec.Exec, t Target, timeout time.Duration
 		return fmt.Sprintf("bad command: %v", err)
 	}
 	var output tail
-	exit := proc.Run(ctx, proc.Cmd{Argv: args, Env: t.Env, Dir: t.Dir, Stdout: &output, Stderr: &output, Ident: t.Ident}, timeout)
+	exit := proc.Run(ctx, proc.Cmd{Argv: args, Env: t.Env, Dir: t.Dir, Stdout: &output, Stderr: &output, Ident: t.Ident, Cgroup: t.Cgroup}, timeout)
 	switch {
 	case exit.Success():
 		return ""

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
 )
@@ -40,6 +41,9 @@ type Target struct {
 	Env       []string
 	Dir       string
 	Ident     *spec.Identity // who exec handlers run as; nil: tend's user
+	// Cgroup is the container's cgroup, where exec handlers start (SPEC §12.1: every
+	// process of a container is in it); nil: tend's own.
+	Cgroup *proc.Cgroup
 }
 
 // Kind tells a liveness, readiness and startup probe apart.

@@ -2,10 +2,14 @@ package proc
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tend-sh/tend/spec"
 )
@@ -65,7 +69,26 @@ func placed(id *spec.Identity, cg *Cgroup, path string, argv []string, attr *sys
 	}
 	shim := append([]string{shimArg0, strings.Join(procs, "\n"), creds, strings.Join(limits, ","), attr.Dir, path}, argv...)
 	attr.Dir = "" // the shim changes to it as the user, as ForkExec would
-	return "/proc/self/exe", shim
+	return shimPath, shim
+}
+
+// shimPath is how tend runs itself as the shim.
+const shimPath = "/proc/self/exe"
+
+// checkExecutable reports a program given by a path (lookPath leaves those to execve)
+// that does not exist or cannot be executed, relative to dir, as fork/exec would.
+func checkExecutable(path, dir string) error {
+	if !strings.Contains(path, "/") {
+		return nil // found in PATH by lookPath
+	}
+	p := path
+	if !filepath.IsAbs(p) && dir != "" {
+		p = filepath.Join(dir, p)
+	}
+	if err := syscall.Access(p, unix.X_OK); err != nil {
+		return &fs.PathError{Op: "fork/exec", Path: path, Err: err}
+	}
+	return nil
 }
 
 func credential(id *spec.Identity) *syscall.Credential {

@@ -152,6 +152,16 @@ func Start(c Cmd) (*Process, error) {
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}
 	execPath, argv := placed(c.Ident, c.Cgroup, path, c.Argv, attr)
+	if execPath == shimPath && (c.Ident == nil || !c.Ident.HasUser && len(c.Ident.Rlimits) == 0) {
+		// The shim only joins a v1 cgroup: its failed execve would be an exit (127),
+		// not the start error naming the program that a direct fork/exec gives. (With
+		// a user or rlimits the shim's exit 126/127 is documented, and access(2) as
+		// root would not answer for the user.)
+		if err := checkExecutable(path, c.Dir); err != nil {
+			out.closeReadEnds()
+			return nil, err
+		}
+	}
 	reapMu.Lock()
 	pid, err := syscall.ForkExec(execPath, argv, attr)
 	if err == nil {

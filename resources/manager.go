@@ -506,6 +506,9 @@ func (m *Manager) notify(ctx context.Context, next *spec.Spec, running []string,
 			continue
 		}
 		target := probes.Target{Container: c.Name, Env: next.ProcessEnvAs(c.Env, c.Identity()), Dir: next.WorkDir(c.WorkingDir), Ident: c.Identity()}
+		if m.opts.Cgroup != nil {
+			target.Cgroup = m.opts.Cgroup(c.Name)
+		}
 		for j := range c.NotifyActions {
 			err := RunPolicy(ctx, &c.NotifyActions[j], target, changed)
 			ev := m.opts.Log.Info()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/restart"
 )
 
@@ -18,6 +19,9 @@ type Options struct {
 	Log zerolog.Logger
 	// Changed is called (without locks held) whenever a status entry changed.
 	Changed func()
+	// Cgroup is the cgroup of the named container, where its notify actions start
+	// (SPEC §12.1); nil, or a nil answer: tend's own.
+	Cgroup func(container string) *proc.Cgroup
 	// ConnectTimeout bounds establishing a connection; IdleTimeout is how long a
 	// download may go without receiving a byte (headers included) before the attempt
 	// fails.

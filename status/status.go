@@ -221,6 +221,12 @@ type Container struct {
 	// StopStep tells where a stopping container is: handler, wait_after, barrier,
 	// term, kill or destroy. Empty outside stopping.
 	StopStep string `json:"stop_step,omitempty"`
+	// Cgroup is the container's cgroup as /proc/PID/cgroup shows it
+	// (<start>/containers/NAME), "" with cgroups off (SPEC §12.1).
+	Cgroup string `json:"cgroup"`
+	// LimitsApplied is false when a limit of the container could not be written (a
+	// warning at start says which and why); true otherwise, also without limits.
+	LimitsApplied bool `json:"limits_applied"`
 }
 
 // State is the state of a container or an init container.
@@ -286,4 +292,12 @@ type Document struct {
 	// were dropped instead of stalling supervision. Log files and `tend logs` have them.
 	ConsoleDroppedLines uint64 `json:"console_dropped_lines"`
 	LastHeartbeatTime   *Time  `json:"last_heartbeat_time,omitempty"`
+	// Cgroups says how containers are placed (SPEC §12.1).
+	Cgroups Cgroups `json:"cgroups"`
+}
+
+// Cgroups is the instance's cgroup mode: "v2", "v1" or "off", and why off.
+type Cgroups struct {
+	Mode   string `json:"mode"`
+	Reason string `json:"reason"`
 }

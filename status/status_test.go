@@ -25,7 +25,7 @@ func TestDocumentJSONOfTypedReasonsAndStates(t *testing.T) {
 	want := `{"instance":"demo","revision":"","state":"running",` +
 		`"installed":{"status":"True","reason":"Prepared","message":"","last_transition_time":"2024-05-01T12:00:00.000Z"},` +
 		`"ready":{"status":"False","reason":"ContainersNotReady","message":"web: not ready","last_transition_time":"2024-05-01T12:00:00.000Z"},` +
-		`"init_containers":[],"containers":[],"reload_error":"","console_dropped_lines":0}`
+		`"init_containers":[],"containers":[],"reload_error":"","console_dropped_lines":0,"cgroups":{"mode":"","reason":""}}`
 	if string(got) != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}

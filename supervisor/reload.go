@@ -254,11 +254,21 @@ func (sv *Supervisor) stopReplaced(p *reloadPlan) {
 // swap makes list the running set, starts the containers that have not run yet, and
 // takes the next queued reload.
 func (sv *Supervisor) swap(list []*container.Container) {
-	sv.mu.Lock()
 	started := map[*container.Container]bool{}
-	for _, c := range sv.containers {
+	for _, c := range sv.current() {
 		started[c] = true
 	}
+	// The replaced containers have ended, so the new ones can take their groups; done
+	// before they are listed, so the notify actions of resources see the placement.
+	for _, c := range list {
+		if !started[c] {
+			if err := sv.openContainerCgroup(c); err != nil {
+				// `cgroups: required` ends tend at start only; a reload goes on.
+				sv.log.Warn().Err(err).Msg("reload: a container without its cgroup or limits")
+			}
+		}
+	}
+	sv.mu.Lock()
 	sv.containers = list
 	sv.mu.Unlock()
 	sv.logs.retain(sv.spec)

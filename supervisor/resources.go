@@ -28,6 +28,7 @@ func (sv *Supervisor) resourceManager() *resources.Manager {
 		opts := resources.DefaultOptions()
 		opts.Log = sv.log
 		opts.Changed = sv.notify
+		opts.Cgroup = sv.containerCgroup
 		bg := sv.runCtx
 		if bg == nil {
 			bg = context.Background()

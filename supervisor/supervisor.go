@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tend-sh/tend/api"
+	"github.com/tend-sh/tend/cgroup"
 	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/proc"
@@ -109,6 +110,7 @@ type Supervisor struct {
 	waiting    []status.Container // what status shows of the containers while preparing
 	reloadErr  string
 	res        *resourceState // nil until preparing starts; see resources.go
+	cgroups    *cgroup.Tree   // nil until Run opens it (cgroups.go)
 	logs       *logHub        // the output kept for GET /v1/logs (loghub.go)
 }
 
@@ -161,7 +163,9 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 	defer signal.Stop(signals)
 	// Nothing outlives tend: whatever left its container's process group (setsid, a
 	// daemon's double fork) came back to tend as the subreaper and ends here, after
-	// every stop sequence has run.
+	// every stop sequence has run (with cgroups, each container's exit took its
+	// own); then the emptied cgroups go.
+	defer sv.closeCgroups()
 	defer sv.killStrays()
 
 	// The instance lock and the listeners come first: a second tend of the same
@@ -176,6 +180,9 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 		return 1, &ExitError{err}
 	}
 	defer srv.Close()
+	if err := sv.openCgroups(); err != nil {
+		return 1, &ExitError{err}
+	}
 	if sv.opts.ReportURL != "" {
 		sv.reporter = api.StartReporter(sv.opts.ReportURL, sv.opts.ReportInterval, sv.Status, sv.log)
 		defer sv.reporter.Stop()
@@ -311,6 +318,11 @@ func (sv *Supervisor) startContainers() error {
 	sv.log.Info().Msg("prepared; starting containers")
 	for i := range sv.spec.Containers {
 		c, err := sv.newContainer(sv.spec, &sv.spec.Containers[i], false)
+		if err == nil {
+			if err = sv.openContainerCgroup(c); err != nil {
+				c.Discard()
+			}
+		}
 		if err != nil {
 			sv.killAll()
 			return &ExitError{err}
@@ -415,7 +427,11 @@ func (sv *Supervisor) runInitContainers(ctx context.Context, s *spec.Spec) error
 		env := s.ProcessEnvAs(ic.Env, ic.Identity())
 		sv.log.Info().Str("init_container", ic.Name).Msg("running init container")
 		ring := sv.logs.ring(ic.Name, spec.DefaultKeepLines)
-		err := container.RunUntilSuccess(ctx,
+		g, err := sv.initCgroup(ic.Name)
+		if err != nil {
+			return err
+		}
+		err = container.RunUntilSuccess(ctx,
 			func() ([]string, error) { return spec.Argv(ic.Command, env) },
 			proc.Cmd{
 				Env:    env,
@@ -423,10 +439,15 @@ func (sv *Supervisor) runInitContainers(ctx context.Context, s *spec.Spec) error
 				Stdout: output.NewLineWriter(ic.Name, sv.stdout, nil).WithRing(ring, false),
 				Stderr: output.NewLineWriter(ic.Name, sv.stderr, nil).WithRing(ring, true),
 				Ident:  ic.Identity(),
+				Cgroup: placeIn(g),
 			},
 			restart.FromSpec(ic.TimeLimit),
 			func() { sv.setInit(i, func(st *status.InitContainer) { st.State = status.Running }) },
-			func(e proc.Exit, retryIn time.Duration) { sv.initFinished(i, e, retryIn) })
+			func(e proc.Exit, retryIn time.Duration) {
+				sv.emptyInitCgroup(g, ic.Name) // before the run counts (SPEC §12.3)
+				sv.initFinished(i, e, retryIn)
+			})
+		sv.removeInitCgroup(g, ic.Name)
 		if err != nil {
 			return fmt.Errorf("init container %q: %w", ic.Name, err)
 		}
@@ -686,6 +707,7 @@ func (sv *Supervisor) Status() status.Document {
 		ConsoleDroppedLines: sv.stdout.Dropped() + sv.stderr.Dropped(),
 	}
 	sv.resourceStatus(&doc)
+	doc.Cgroups = sv.cgroupsStatus()
 	return doc
 }
 

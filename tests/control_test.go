@@ -41,6 +41,7 @@ containers:
 		return containerStatus(d, "app").State == status.Running
 	})
 	otherPid := *containerStatus(doc, "other").Pid
+	waitFile(t, 5*time.Second, filepath.Join(tp.dir, "starts")) // see "two starts" below
 	if code := post(t, tp, "/v1/containers/app/stop"); code != 200 {
 		t.Fatalf("stop: %d", code)
 	}
@@ -56,6 +57,12 @@ containers:
 		return c.State == status.Running && c.TargetState == "active"
 	})
 	first := *containerStatus(doc, "app").Pid
+	// A run is stopped by the restart only once its program began (a signal before its
+	// first instruction, in the v1 cgroup shim, ends the run without its line).
+	waitFor(t, 5*time.Second, "two starts recorded", func() (bool, string) {
+		n := len(lines(t, filepath.Join(tp.dir, "starts")))
+		return n >= 2, itoa(n)
+	})
 	if code := post(t, tp, "/v1/containers/app/restart"); code != 200 {
 		t.Fatalf("restart: %d", code)
 	}
@@ -287,6 +294,11 @@ containers:
 	tp.waitStatus(10*time.Second, "a and b running", func(d status.Document) bool {
 		return containerStatus(d, "a").State == status.Running && containerStatus(d, "b").State == status.Running
 	})
+	// Stopped once their programs began (a stop before the first instruction, in the
+	// v1 cgroup shim, ends a run without its line).
+	for _, f := range []string{"a", "b"} {
+		waitFile(t, 5*time.Second, filepath.Join(tp.dir, f))
+	}
 	for _, n := range []string{"a", "b"} {
 		if code := post(t, tp, "/v1/containers/"+n+"/stop"); code != 200 {
 			t.Fatalf("stop %s: %d", n, code)

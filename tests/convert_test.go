@@ -150,6 +150,11 @@ func TestPodAgentExampleRuns(t *testing.T) {
 		c := containerStatus(d, "server")
 		return c.State == "running" && c.Restarts >= 1
 	})
+	// Its trap is set once it prints: a SIGINT before that (in the v1 cgroup shim, or
+	// before sh reads the trap) ends it without "stop requested".
+	greetings := func() int { return strings.Count(unpadded(tp.stdout.String()), "server | hello from pod_agent") }
+	before := greetings()
+	waitFor(t, 10*time.Second, "the restarted server's greeting", func() (bool, string) { return greetings() > before, "" })
 	termAndWait(t, tp, 30*time.Second)
 	out := unpadded(tp.stdout.String())
 	for _, want := range []string{"server | hello from pod_agent", "server | stop requested"} {

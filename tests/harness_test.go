@@ -95,6 +95,11 @@ type runOpts struct {
 	after   []string // extra arguments after SPEC
 	env     []string
 	wrap    []string // a command that runs tend (e.g. prlimit --nofile=S:H); it must exec it
+	// cgroup is the cgroup tend starts in; nil: a fresh one of its own (newTestCgroup),
+	// so that parallel tends never share <start>/containers (they would lock each
+	// other out), unless noCgroup: then the test process's own.
+	cgroup   *testCgroup
+	noCgroup bool
 }
 
 // needPID1 skips t where tend cannot run as PID 1 of a new PID namespace.
@@ -131,7 +136,11 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 	for _, a := range o.after {
 		args = append(args, strings.ReplaceAll(a, "{DIR}", dir))
 	}
-	argv := append(append(append([]string(nil), o.wrap...), tendBin), args...)
+	cg := o.cgroup
+	if cg == nil && !o.noCgroup {
+		cg = newTestCgroup(t) // before tend's cleanup below, so it is removed after tend
+	}
+	argv := append(append(append(cg.wrap(), o.wrap...), tendBin), args...)
 	var cmd *exec.Cmd
 	if inNamespace {
 		cmd = exec.Command("unshare", append([]string{"--pid", "--fork", "--mount-proc", "--kill-child"}, argv...)...)

@@ -153,6 +153,9 @@ containers:
 		return containerStatus(d, "app").State == status.Running
 	})
 	pid := *containerStatus(doc, "app").Pid
+	// Reloaded once its program has begun (a stop before the first instruction, in
+	// the v1 cgroup shim, ends the run before it reads).
+	waitFile(t, 5*time.Second, filepath.Join(tp.dir, "seen"))
 
 	writeSpec(t, tp, specText("/b", "exec sleep 61"))
 	if code := post(t, tp, "/v1/reload"); code != 200 {

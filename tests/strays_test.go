@@ -21,9 +21,11 @@ func alive(pid int) bool {
 
 // Processes that left their container's process group (setsid, a daemon's double
 // fork) do not outlive tend, also when tend is not PID 1; a stopped one is woken so it
-// can handle its SIGTERM.
+// can handle its SIGTERM. With cgroups off: that is the sweep when tend exits (with
+// cgroups each container's exit takes them, TestGrandchildGoneBeforeRestart).
 func TestNothingOutlivesTend(t *testing.T) {
 	tp := start(t, `
+instance: {cgroups: off}
 containers:
   - name: escaper
     command: ["sh", "-c", "setsid sleep 600 & echo $! > {DIR}/setsid.pid; (setsid sh -c 'sleep 600 & echo $! > {DIR}/daemon.pid' &); exec sleep 600"]

@@ -1,0 +1,93 @@
+package container
+
+import (
+	"context"
+	"time"
+
+	"github.com/tend-sh/tend/cgroup"
+	"github.com/tend-sh/tend/proc"
+)
+
+// groupKillTimeout bounds the kill of what a run left in its cgroup. A kill that does
+// not empty the group in that time (a process stuck in the kernel, D state) is a
+// warning: the loop goes on rather than hang the container.
+const groupKillTimeout = 5 * time.Second
+
+// OpenCgroup creates the container's cgroup, <start>/containers/NAME, and writes its
+// limits once (SPEC §12.1, §12.2). The supervisor calls it just before Run, when no
+// container of the same name runs any more: a reload builds a changed container while
+// the old one still runs, and Tree.Group kills what it finds in an existing group.
+// Each limit not applied is a warning here and makes limits_applied false; they are
+// returned for `cgroups: required`. An error means no group: the container runs
+// without one.
+func (c *Container) OpenCgroup(tree *cgroup.Tree) ([]cgroup.LimitError, error) {
+	g, err := tree.Group(cgroup.KindContainers, c.Name())
+	if err != nil {
+		c.setCgroupStatus("", !c.cfg.Spec.Limits.IsSet())
+		return nil, err
+	}
+	c.group = g
+	if g.Path() != "" {
+		c.placed.Store(&proc.Cgroup{FD: g.FD(), ProcsFiles: g.ProcsFiles()})
+	}
+	cpu, memory, pids := c.cfg.Spec.Limits.Values()
+	errs := g.SetLimits(cgroup.Limits{CPU: cpu, Memory: memory, Pids: pids})
+	for _, e := range errs {
+		c.cfg.Log.Warn().Str("container", c.Name()).Str("limit", e.Limit).Str("reason", e.Err.Error()).Msg("limit not applied")
+	}
+	c.setCgroupStatus(g.Path(), len(errs) == 0)
+	return errs, nil
+}
+
+// setCgroupStatus shows the cgroup and whether the limits apply. Only before Run:
+// afterwards the loop owns the status.
+func (c *Container) setCgroupStatus(path string, applied bool) {
+	st := *c.status.Load()
+	st.Cgroup, st.LimitsApplied = path, applied
+	c.status.Store(&st)
+}
+
+// Placement is how the container's processes start in its cgroup; nil: no cgroup,
+// or it was removed. Safe from any goroutine (the notify actions of resources).
+func (c *Container) Placement() *proc.Cgroup { return c.placed.Load() }
+
+// exited is closed once p has exited and everything else in the container's cgroup
+// has been killed (SPEC §12.3): the loop learns of the exit only then, so no exit
+// count, restart or destroy policy runs while a leftover of the run (a setsid
+// daemon) lives on. The kill runs in a goroutine of its own so the loop never blocks
+// on it; Kill only reads the group, which the loop does not change while it runs.
+func (c *Container) exited(p *proc.Process) <-chan struct{} {
+	if c.Placement() == nil {
+		return p.Done()
+	}
+	done := make(chan struct{})
+	go func() {
+		<-p.Done()
+		c.killCgroup()
+		close(done)
+	}()
+	return done
+}
+
+// killCgroup kills every process in the container's cgroup, for at most
+// groupKillTimeout.
+func (c *Container) killCgroup() {
+	ctx, cancel := context.WithTimeout(context.Background(), groupKillTimeout)
+	defer cancel()
+	if err := c.group.Kill(ctx); err != nil {
+		c.cfg.Log.Warn().Str("container", c.Name()).Err(err).Msg("cannot kill what is left in the cgroup")
+	}
+}
+
+// removeCgroup kills what is left in the container's cgroup (an exec handler or
+// probe still running when the loop ended) and removes it: the loop has ended for
+// good. Between runs the group stays (docs/design.md "Cgroups").
+func (c *Container) removeCgroup() {
+	if c.placed.Swap(nil) == nil {
+		return
+	}
+	c.killCgroup()
+	if err := c.group.Remove(); err != nil {
+		c.cfg.Log.Warn().Str("container", c.Name()).Err(err).Msg("cannot remove the cgroup")
+	}
+}

@@ -1,0 +1,193 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tend-sh/tend/status"
+)
+
+// needTestCgroup gives a test a fresh v1 cgroup to start tend in, or skips it.
+func needTestCgroup(t *testing.T) *testCgroup {
+	t.Helper()
+	cg := newTestCgroup(t)
+	if cg == nil {
+		t.Skip("needs root and writable cgroup v1 hierarchies")
+	}
+	return cg
+}
+
+// cgroupLine is the path of controller's hierarchy in a saved /proc/PID/cgroup.
+func cgroupLine(t *testing.T, file, controller string) string {
+	t.Helper()
+	for _, line := range strings.Split(waitFile(t, 10*time.Second, file), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && parts[1] == controller {
+			return parts[2]
+		}
+	}
+	t.Fatalf("%s has no %s line", file, controller)
+	return ""
+}
+
+// Every process of a container starts in <start>/containers/NAME — its command, its
+// init commands, its exec probes — and an init container's in <start>/init/NAME; the
+// limits are in the files; tend removes the groups when it exits.
+func TestContainersRunInTheirCgroups(t *testing.T) {
+	cg := needTestCgroup(t)
+	tp := start(t, `
+init_containers:
+  - name: setup
+    command: "sh -c 'cat /proc/self/cgroup > {DIR}/setup.tmp && mv {DIR}/setup.tmp {DIR}/setup.cg'"
+containers:
+  - name: web
+    init: [{command: "sh -c 'cat /proc/self/cgroup > {DIR}/init.tmp && mv {DIR}/init.tmp {DIR}/init.cg'"}]
+    command: "sh -c 'cat /proc/self/cgroup > {DIR}/web.tmp && mv {DIR}/web.tmp {DIR}/web.cg; exec sleep 600'"
+    limits: {cpu: 0.5, memory: 64Mi, pids: 50}
+    readiness_probe:
+      exec: {command: "sh -c 'cat /proc/self/cgroup > {DIR}/probe.tmp && mv {DIR}/probe.tmp {DIR}/probe.cg'"}
+      time_limit: {initial_delay_ms: 10, min_restart_period_ms: 100, max_restart_period_ms: 100}
+  - name: plain
+    command: sleep 600
+`, runOpts{cgroup: cg})
+	for _, c := range testControllers {
+		base := cg.path(c)
+		for file, want := range map[string]string{"setup.cg": "/init/setup", "init.cg": "/containers/web", "web.cg": "/containers/web", "probe.cg": "/containers/web"} {
+			if got := cgroupLine(t, filepath.Join(tp.dir, file), c); got != base+want {
+				t.Errorf("%s: %s cgroup %q, want %q", file, c, got, base+want)
+			}
+		}
+	}
+	doc := tp.waitStatus(10*time.Second, "web ready", func(d status.Document) bool { return containerStatus(d, "web").Ready.True() })
+	if doc.Cgroups != (status.Cgroups{Mode: "v1"}) {
+		t.Errorf("status cgroups = %+v, want mode v1", doc.Cgroups)
+	}
+	web, plain := containerStatus(doc, "web"), containerStatus(doc, "plain")
+	if web.Cgroup != cg.path("memory")+"/containers/web" || !web.LimitsApplied || !plain.LimitsApplied {
+		t.Errorf("web cgroup %q limits_applied %v, plain limits_applied %v", web.Cgroup, web.LimitsApplied, plain.LimitsApplied)
+	}
+	want := map[string]string{"cpu/cpu.cfs_quota_us": "50000", "cpu/cpu.cfs_period_us": "100000",
+		"memory/memory.limit_in_bytes": "67108864", "pids/pids.max": "50"}
+	if exists(filepath.Join(cg.dir("memory"), "containers/web/memory.memsw.limit_in_bytes")) {
+		want["memory/memory.memsw.limit_in_bytes"] = "67108864"
+	}
+	for f, v := range want {
+		c, file, _ := strings.Cut(f, "/")
+		b, _ := os.ReadFile(filepath.Join(cg.dir(c), "containers/web", file))
+		if got := strings.TrimSpace(string(b)); got != v {
+			t.Errorf("%s = %q, want %q", f, got, v)
+		}
+	}
+	termAndWait(t, tp, 15*time.Second)
+	for _, dir := range cg.dirs {
+		for _, kind := range []string{"containers", "init"} {
+			if exists(filepath.Join(dir, kind)) {
+				t.Errorf("%s/%s is left after tend exited", dir, kind)
+			}
+		}
+	}
+}
+
+// A limit the kernel refuses (v1: a CPU quota above the parent's, instance.limits)
+// is one warning naming the container, the limit and why, and limits_applied false.
+func TestLimitThatCannotApply(t *testing.T) {
+	cg := needTestCgroup(t)
+	tp := start(t, `
+instance: {limits: {cpu: 0.5}}
+containers:
+  - name: greedy
+    command: sleep 600
+    limits: {cpu: 2}
+`, runOpts{cgroup: cg})
+	doc := tp.waitStatus(10*time.Second, "greedy running", func(d status.Document) bool { return containerStatus(d, "greedy").State == status.Running })
+	if containerStatus(doc, "greedy").LimitsApplied {
+		t.Error("limits_applied true for a cpu limit above instance.limits")
+	}
+	var warnings []string
+	for _, line := range strings.Split(tp.stderr.String(), "\n") {
+		if strings.Contains(line, `"limit not applied"`) {
+			warnings = append(warnings, line)
+		}
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], `"container":"greedy"`) || !strings.Contains(warnings[0], `"limit":"cpu"`) || !strings.Contains(warnings[0], "invalid argument") {
+		t.Errorf("warnings = %q, want one naming greedy, cpu and why", warnings)
+	}
+}
+
+// A setsid double-forked grandchild is killed with its run, before the restart
+// starts the next run (SPEC §12.3): the second run finds it dead.
+func TestGrandchildGoneBeforeRestart(t *testing.T) {
+	tp := start(t, `
+containers:
+  - name: flap
+    command: ["sh", "-c", "if [ -s {DIR}/gc.pid ]; then s=$(grep ^State: /proc/$(cat {DIR}/gc.pid)/status 2>/dev/null | cut -f2 | cut -c1); echo \"state:$s\" > {DIR}/second; exec sleep 600; fi; setsid sh -c 'sleep 1000 & echo $! > {DIR}/gc.pid'; exit 1"]
+    restart_policy: {min_period_ms: 0, max_jitter_ms: 0}
+`)
+	if newTestCgroup(t) == nil {
+		t.Skip("needs root and writable cgroup v1 hierarchies")
+	}
+	got := strings.TrimSpace(waitFile(t, 10*time.Second, filepath.Join(tp.dir, "second")))
+	if got != "state:" && got != "state:Z" {
+		t.Errorf("the grandchild of the first run, when the second began: %q, want gone", got)
+	}
+}
+
+// Without cgroups (a read-only, empty /sys/fs/cgroup, as in an unprivileged
+// container) `auto` runs with mode off and the reason, and limits are warnings;
+// `required` exits 1 naming the reason.
+func TestCgroupsDegradeOnReadOnlySysfs(t *testing.T) {
+	needPID1(t)
+	ro := []string{"unshare", "--mount", "sh", "-c", `mount -t tmpfs -o ro tmpfs /sys/fs/cgroup && exec "$@"`, "sh"}
+	tp := start(t, `
+containers:
+  - name: web
+    command: sleep 600
+    limits: {memory: 64Mi}
+`, runOpts{noCgroup: true, wrap: ro})
+	doc := tp.waitStatus(10*time.Second, "web running", func(d status.Document) bool { return containerStatus(d, "web").State == status.Running })
+	want := status.Cgroups{Mode: "off", Reason: "/sys/fs/cgroup is read-only"}
+	if doc.Cgroups != want {
+		t.Errorf("cgroups = %+v, want %+v", doc.Cgroups, want)
+	}
+	if c := containerStatus(doc, "web"); c.Cgroup != "" || c.LimitsApplied {
+		t.Errorf("web cgroup %q limits_applied %v, want \"\" and false", c.Cgroup, c.LimitsApplied)
+	}
+	if !strings.Contains(tp.stderr.String(), "cgroups are off: /sys/fs/cgroup is read-only") {
+		t.Error("no warning that the memory limit is not applied because cgroups are off")
+	}
+
+	req := start(t, "instance: {cgroups: required}\ncontainers: [{name: web, command: sleep 600}]\n", runOpts{noCgroup: true, wrap: ro})
+	if code := req.wait(10 * time.Second); code != 1 {
+		t.Errorf("cgroups: required on a read-only /sys/fs/cgroup: exit %d, want 1", code)
+	}
+	if !strings.Contains(req.stderr.String(), "cgroups: required, but /sys/fs/cgroup is read-only") {
+		t.Errorf("stderr does not name the reason:\n%s", req.stderr.String())
+	}
+}
+
+// Two tends started in one cgroup: the second runs with cgroups off (it would share
+// <start>/containers/NAME and kill the first's group as a leftover), the first's
+// container is untouched.
+func TestTwoTendsInOneCgroup(t *testing.T) {
+	cg := needTestCgroup(t)
+	spec := "containers: [{name: web, command: sleep 600}]\n"
+	first := start(t, spec, runOpts{cgroup: cg})
+	doc := first.waitStatus(10*time.Second, "web running", func(d status.Document) bool { return containerStatus(d, "web").Pid != nil })
+	pid := *containerStatus(doc, "web").Pid
+	second := start(t, spec, runOpts{cgroup: cg})
+	doc2 := second.waitStatus(10*time.Second, "web running", func(d status.Document) bool { return containerStatus(d, "web").Pid != nil })
+	if doc2.Cgroups.Mode != "off" || !strings.HasPrefix(doc2.Cgroups.Reason, "another tend uses /sys/fs/cgroup/") || !strings.HasSuffix(doc2.Cgroups.Reason, "/containers") {
+		t.Errorf("second tend's cgroups = %+v, want off, another tend uses <start>/containers", doc2.Cgroups)
+	}
+	doc = first.waitStatus(5*time.Second, "first status", func(status.Document) bool { return true })
+	if c := containerStatus(doc, "web"); c.Pid == nil || *c.Pid != pid || c.Restarts != 0 || doc.Cgroups.Mode != "v1" {
+		t.Errorf("the first tend's web after the second started: pid %v restarts %d, cgroups %+v", c.Pid, c.Restarts, doc.Cgroups)
+	}
+	procs, _ := os.ReadFile(filepath.Join(cg.dir("memory"), "containers/web/cgroup.procs"))
+	if len(strings.Fields(string(procs))) == 0 {
+		t.Error("the first tend's web group is empty")
+	}
+}
