@@ -36,6 +36,8 @@ func main() {
 		orphans(args)
 	case "token":
 		token(args)
+	case "alloc":
+		alloc(args)
 	case "sleep":
 		d, err := time.ParseDuration(argOr(args, "1s"))
 		if err != nil {
@@ -52,6 +54,7 @@ func usage() {
        demo worker [--every DUR]
        demo orphans [--count N] [--linger DUR]
        demo token FILE
+       demo alloc [--mb N]
        demo sleep DUR`)
 	os.Exit(2)
 }
@@ -164,6 +167,24 @@ func orphans(args []string) {
 		}
 	}
 	event("spawned", "count", *count)
+}
+
+// alloc takes --mb MiB of memory, a MiB at a time, touching every page, then waits:
+// under a smaller memory limit the kernel's OOM killer ends it (make e2e).
+func alloc(args []string) {
+	fs := flag.NewFlagSet("alloc", flag.ExitOnError)
+	mb := fs.Int("mb", 200, "MiB to allocate")
+	fs.Parse(args)
+	var kept [][]byte
+	for i := range *mb {
+		b := make([]byte, 1<<20)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = byte(i)
+		}
+		kept = append(kept, b)
+	}
+	event("allocated", "mb", len(kept))
+	time.Sleep(time.Hour)
 }
 
 func exitOnTerm(name string) {
