@@ -40,6 +40,9 @@ type Config struct {
 	// Held starts the container waiting (its depends_on conditions): it begins only
 	// when Proceed is called.
 	Held bool
+	// Sockets are the container's listening sockets (NewSockets; nil: none), bound at
+	// its first start; the container never closes them (sockets.go).
+	Sockets *Sockets
 }
 
 // StopOp is one stop operation shared by the containers it stops together.

@@ -271,13 +271,18 @@ func (l *loop) spawn() (*proc.Process, error) {
 			f.Close() // the child's end
 		}
 	}()
+	// Not into files: the deferred close is of the hooks' files alone.
+	env, fds, err := l.withSockets(l.processEnv(), files)
+	if err != nil {
+		return nil, err
+	}
 	return proc.Start(proc.Cmd{
 		Argv:   argv,
-		Env:    l.processEnv(),
+		Env:    env,
 		Dir:    l.cfg.Dir,
 		Stdout: l.c.outputWriter(l.cfg.Stdout, matches...),
 		Stderr: l.c.outputWriter(l.cfg.Stderr, matches...),
-		Files:  files,
+		Files:  fds,
 		Ident:  l.sc.Identity(),
 	})
 }

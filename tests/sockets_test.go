@@ -1,0 +1,262 @@
+package tests
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tend-sh/tend/status"
+)
+
+func init() {
+	// The socket tests run this test binary as their server.
+	if os.Getenv("SOCKET_TEST_HELPER") == "server" {
+		os.Exit(socketServer(os.Args[1:]))
+	}
+}
+
+// socketServer is a server of systemd's socket activation protocol, as a user's
+// would be: it takes its listener from fd 3 (net.FileListener), writes
+// "LISTEN_PID LISTEN_FDS LISTEN_FDNAMES its-pid" to the file args[0], answers every
+// connection with its pid, and on SIGTERM stops accepting, finishes the connections
+// it has and exits 0. args[1] "notify" sends READY=1 once it serves; "fail" exits 3
+// at once instead of serving.
+func socketServer(args []string) int {
+	if len(args) > 1 && args[1] == "fail" {
+		fmt.Fprintln(os.Stderr, "socket server: failing on purpose")
+		return 3
+	}
+	ln, err := net.FileListener(os.NewFile(3, "listener"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "socket server:", err)
+		return 1
+	}
+	env := fmt.Sprintf("%s %s %s %d\n", os.Getenv("LISTEN_PID"), os.Getenv("LISTEN_FDS"), os.Getenv("LISTEN_FDNAMES"), os.Getpid())
+	if err := os.WriteFile(args[0], []byte(env), 0o644); err != nil {
+		return 1
+	}
+	if len(args) > 1 && args[1] == "notify" {
+		if c, err := net.Dial("unixgram", "\x00"+strings.TrimPrefix(os.Getenv("NOTIFY_SOCKET"), "@")); err == nil {
+			c.Write([]byte("READY=1"))
+			c.Close()
+		}
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	go func() { <-term; ln.Close() }()
+	var wg sync.WaitGroup
+	answer := []byte(strconv.Itoa(os.Getpid()) + "\n")
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			break
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Write(answer); c.Close() }()
+	}
+	wg.Wait()
+	return 0
+}
+
+// startSockets starts tend with {SELF} replaced by the socket server's command and
+// {PORT} by a free port, which it returns.
+func startSockets(t *testing.T, specText string) (*tend, string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	specText = strings.NewReplacer("{SELF}", self, "{ADDR}", addr).Replace(specText)
+	return start(t, specText, runOpts{env: []string{"SOCKET_TEST_HELPER=server"}}), addr
+}
+
+// hostPid is the pid in this test's PID namespace of tend's descendant whose pid is
+// pid in tend's namespace.
+func (tp *tend) hostPid(pid int) int {
+	tp.t.Helper()
+	for _, p := range append(descendants(tp.pid()), tp.pid()) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "NSpid:" && f[len(f)-1] == strconv.Itoa(pid) {
+				return p
+			}
+		}
+	}
+	tp.t.Fatalf("no process of tend has pid %d in its namespace", pid)
+	return 0
+}
+
+// ask connects to addr and returns the pid that answered.
+func ask(addr string) (int, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("read: %w", err)
+	}
+	return strconv.Atoi(strings.TrimSpace(line))
+}
+
+// Each process gets the sockets as fds 3, 4, ... with LISTEN_FDS, LISTEN_FDNAMES
+// and LISTEN_PID its own pid; it serves the address of the spec, and the unix
+// socket is there with mode 0660.
+func TestSocketActivationVariables(t *testing.T) {
+	tp, addr := startSockets(t, `
+containers:
+  - name: web
+    command: ["{SELF}", "{DIR}/env"]
+    sockets:
+      - {listen: "{ADDR}", name: http}
+      - {listen: "unix:web.sock"}
+`)
+	env := strings.Fields(waitFile(t, 10*time.Second, filepath.Join(tp.dir, "env")))
+	if len(env) != 4 || env[0] != env[3] || env[1] != "2" || env[2] != "http:web" {
+		t.Fatalf("LISTEN_PID LISTEN_FDS LISTEN_FDNAMES pid = %q; want the pid twice, 2, http:web", env)
+	}
+	pid, err := ask(addr)
+	if err != nil || strconv.Itoa(pid) != env[3] {
+		t.Fatalf("connection to %s answered by %d (%v), want the server %s", addr, pid, err, env[3])
+	}
+	info, err := os.Stat(filepath.Join(tp.dir, "web.sock"))
+	if err != nil || info.Mode().Type() != os.ModeSocket || info.Mode().Perm() != 0o660 {
+		t.Fatalf("unix socket: %v %v, want a socket of mode 0660", info, err)
+	}
+	termAndWait(t, tp, 10*time.Second)
+}
+
+// A connection made while no process runs (the server was killed with SIGKILL)
+// waits in the backlog and is answered by the next process.
+func TestSocketConnectionWaitsForTheNextProcess(t *testing.T) {
+	tp, addr := startSockets(t, `
+containers:
+  - name: web
+    command: ["{SELF}", "{DIR}/env"]
+    restart_policy: {min_period_ms: 500, max_period_ms: 500, max_jitter_ms: 0}
+    sockets: [{listen: "{ADDR}"}]
+`)
+	first, err := strconv.Atoi(strings.Fields(waitFile(t, 10*time.Second, filepath.Join(tp.dir, "env")))[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(tp.dir, "env"))
+	if err := syscall.Kill(tp.hostPid(first), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	tp.waitStatus(5*time.Second, "web in backoff", func(d status.Document) bool {
+		return containerStatus(d, "web").State == status.Backoff
+	})
+	got, err := ask(addr) // made while no process runs
+	if err != nil {
+		t.Fatalf("connection while the server was down: %v", err)
+	}
+	if got == first || got == 0 {
+		t.Fatalf("answered by %d, want the next process (the killed one was %d)", got, first)
+	}
+	termAndWait(t, tp, 10*time.Second)
+}
+
+// An address in use is a start failure with the reason in last_exit; tend keeps
+// running, and the restart policy binds it once it is free.
+func TestSocketBindFailureIsAStartFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	self, _ := os.Executable()
+	tp := start(t, fmt.Sprintf(`
+containers:
+  - name: web
+    command: ["%s", "{DIR}/env"]
+    restart_policy: {min_period_ms: 200, max_period_ms: 200, max_jitter_ms: 0}
+    sockets: [{listen: "%s"}]
+`, self, ln.Addr()), runOpts{env: []string{"SOCKET_TEST_HELPER=server"}})
+	doc := tp.waitStatus(10*time.Second, "a failed start", func(d status.Document) bool {
+		return containerStatus(d, "web").LastExit != nil
+	})
+	x := containerStatus(doc, "web").LastExit
+	if want := "socket " + ln.Addr().String() + ": bind: address already in use"; !strings.Contains(x.Reason, want) {
+		t.Fatalf("last_exit.reason = %q, want it to say %q", x.Reason, want)
+	}
+	if !strings.Contains(tp.stdout.String()+tp.stderr.String(), "address already in use") {
+		t.Errorf("the log does not say why the start failed")
+	}
+	ln.Close()
+	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "env"))
+	if _, err := ask(ln.Addr().String()); err != nil {
+		t.Fatalf("after the address was freed: %v", err)
+	}
+	termAndWait(t, tp, 10*time.Second)
+}
+
+// hammer connects to addr without pause until stop is closed and returns how many
+// connections were answered and the failures (refused, reset, no answer).
+func hammer(addr string, stop <-chan struct{}) (ok int, failures []error) {
+	for {
+		select {
+		case <-stop:
+			return ok, failures
+		default:
+		}
+		if _, err := ask(addr); err != nil {
+			failures = append(failures, err)
+		} else {
+			ok++
+		}
+	}
+}
+
+// A reload that changes the container but not its sockets hands them to the new
+// process: a client connecting without pause through it sees no refusal. A reload
+// that removes the container closes them.
+func TestSocketsAcrossReload(t *testing.T) {
+	self, _ := os.Executable()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	spec := func(file string) string {
+		return fmt.Sprintf("containers:\n  - {name: web, command: [%q, %q], sockets: [{listen: %q}]}\n  - {name: other, command: [sleep, 600]}\n", self, file, addr)
+	}
+	tp := start(t, spec("{DIR}/env1"), runOpts{env: []string{"SOCKET_TEST_HELPER=server"}})
+	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "env1"))
+	stop := make(chan struct{})
+	result := make(chan []error, 1)
+	var served int
+	go func() {
+		n, f := hammer(addr, stop)
+		served = n
+		result <- f
+	}()
+	write := func(text string) {
+		if err := os.WriteFile(filepath.Join(tp.dir, "spec.yaml"), []byte(strings.ReplaceAll(text, "{DIR}", tp.dir)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code := post(t, tp, "/v1/reload"); code != 200 {
+			t.Fatalf("reload: %d", code)
+		}
+	}
+	write(spec("{DIR}/env2"))
+	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "env2"))
+	close(stop)
+	if f := <-result; len(f) > 0 || served == 0 {
+		t.Fatalf("through a reload: %d answered, %d failed, first: %v", served, len(f), f)
+	}
+	write("containers: [{name: other, command: [sleep, 600]}]\n")
+	tp.waitStatus(10*time.Second, "web removed", func(d status.Document) bool { return len(d.Containers) == 1 })
+	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		t.Errorf("%s still accepts connections after its container was removed", addr)
+	}
+	termAndWait(t, tp, 10*time.Second)
+}
