@@ -3,8 +3,11 @@ package tests
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -259,4 +262,51 @@ func TestSocketsAcrossReload(t *testing.T) {
 		t.Errorf("%s still accepts connections after its container was removed", addr)
 	}
 	termAndWait(t, tp, 10*time.Second)
+}
+
+// startGunicorn runs examples/socket-activation.yaml on a free port (skipped without
+// gunicorn; .ci/run installs it) and returns tend and the address.
+func startGunicorn(t *testing.T) (*tend, string) {
+	t.Helper()
+	if _, err := exec.LookPath("gunicorn"); err != nil {
+		t.Skip("gunicorn is not installed (Debian: apt-get install gunicorn; .ci/run installs it)")
+	}
+	b, err := os.ReadFile("../examples/socket-activation.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples, err := filepath.Abs("../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	spec := strings.NewReplacer("127.0.0.1:8000", addr, "hello_wsgi:app", "--chdir "+examples+" hello_wsgi:app").Replace(string(b))
+	// No __pycache__ in examples/.
+	tp := start(t, spec, runOpts{env: []string{"PYTHONDONTWRITEBYTECODE=1"}})
+	return tp, addr
+}
+
+// httpGet gets / from addr, the connection's own (no keep-alive between calls).
+func httpGet(addr string) (string, error) {
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get("http://" + addr + "/")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
+
+// gunicorn, given no --bind, serves on the address of the spec: it takes the socket
+// by LISTEN_FDS and LISTEN_PID.
+func TestGunicornTakesTheSocket(t *testing.T) {
+	tp, addr := startGunicorn(t)
+	tp.waitStatus(20*time.Second, "gunicorn ready", func(d status.Document) bool {
+		return containerStatus(d, "web").Ready.True()
+	})
+	if body, err := httpGet(addr); err != nil || body != "hello from gunicorn\n" {
+		t.Fatalf("GET %s: %q %v", addr, body, err)
+	}
+	termAndWait(t, tp, 20*time.Second)
 }
