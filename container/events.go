@@ -74,6 +74,10 @@ func (l *loop) onStart() {
 func (l *loop) onRestart() bool {
 	switch l.state {
 	case stateRunning:
+		if l.sc.Update == spec.UpdateStartFirst {
+			l.beginRollout()
+			return false
+		}
 		return l.beginStop(StopOp{}, stateRestarting)
 	case stateStopping, stateDeadlineStopping:
 		l.setState(stateRestarting)
@@ -155,6 +159,8 @@ func (l *loop) onTimer() {
 	switch l.state {
 	case stateBackoff:
 		l.startProcess()
+	case stateRollout:
+		l.rolloutTimedOut()
 	default:
 		// A timer of a backoff that a command or a stop already ended.
 	}
@@ -182,6 +188,11 @@ func (l *loop) onExit() {
 		l.st.Alive.Set(false, status.ReasonStopped, "", now)
 		l.st.Ready.Set(false, status.ReasonStopping, "", now)
 		l.publish()
+	case stateRollout:
+		l.rollback(e) // the new process failed: the old one goes on
+	case stateRetiring:
+		l.dropOld() // it was on its way out; the new one's exit decides
+		l.afterExit(e, ran)
 	default:
 		l.afterExit(e, ran)
 	}
@@ -190,7 +201,7 @@ func (l *loop) onExit() {
 // onProbe takes a result of a polled probe of the current run.
 func (l *loop) onProbe(ev probes.Event) {
 	switch l.state {
-	case stateRunning:
+	case stateRunning, stateRollout, stateRetiring:
 		if ev.Run != l.runID {
 			return // a late result of an earlier run
 		}
@@ -199,6 +210,7 @@ func (l *loop) onProbe(ev probes.Event) {
 	}
 	if ev.Kind == probes.Startup {
 		l.onStartupProbe(ev)
+		l.rolloutProgress()
 		return
 	}
 	// Publish only what changed: checks pass many times a second across an
@@ -213,6 +225,7 @@ func (l *loop) onProbe(ev probes.Event) {
 	if changed {
 		l.publish()
 	}
+	l.rolloutProgress()
 }
 
 // onStartupProbe takes a startup probe's result (onProbe checked the state).
@@ -258,7 +271,7 @@ func (l *loop) onReadiness(ev probes.Event) bool {
 // onReadySignal handles READY=1, a notification newline or a matching line.
 func (l *loop) onReadySignal(sig readySignal) {
 	switch l.state {
-	case stateRunning:
+	case stateRunning, stateRollout, stateRetiring:
 		switch {
 		case sig.run != l.runID:
 			// A signal of an earlier run.
@@ -267,6 +280,7 @@ func (l *loop) onReadySignal(sig readySignal) {
 		default:
 			l.becomeReady(sig.what)
 		}
+		l.rolloutProgress()
 	default:
 		// The run it is about has ended.
 	}
@@ -275,10 +289,11 @@ func (l *loop) onReadySignal(sig readySignal) {
 // onNotify handles a datagram on the notify socket.
 func (l *loop) onNotify(m notifyMsg) {
 	switch l.state {
-	case stateRunning:
+	case stateRunning, stateRollout, stateRetiring:
 		if m.run == l.runID && l.believe(m) {
 			l.notified(m.keys)
 		}
+		l.rolloutProgress()
 	default:
 		// The run it is about has ended.
 	}
@@ -317,7 +332,7 @@ func (l *loop) notified(keys map[string]string) {
 // before anything is judged.
 func (l *loop) onWatchdog() {
 	switch l.state {
-	case stateRunning:
+	case stateRunning, stateRollout, stateRetiring:
 		switch {
 		case l.killReason != "":
 			l.watchdogC = nil // the run is ending: nothing to watch

@@ -16,6 +16,12 @@ type Socket struct {
 	Name string `yaml:"name,omitempty" json:"name,omitempty"`
 }
 
+// Values of Container.Update.
+const (
+	UpdateStopFirst  = "stop_first"
+	UpdateStartFirst = "start_first"
+)
+
 // unixPrefix marks a unix socket's Listen.
 const unixPrefix = "unix:"
 
@@ -38,11 +44,12 @@ func (s *Spec) SocketAddr(sock Socket) (network, addr string) {
 	return "tcp", ap.String()
 }
 
-// defaultSockets names every unnamed socket of c after c.
+// defaultSockets names every unnamed socket of c after c, and sets c.update.
 func defaultSockets(c *Container) {
 	for i := range c.Sockets {
 		setString(&c.Sockets[i].Name, c.Name)
 	}
+	setString(&c.Update, UpdateStopFirst)
 }
 
 // sockets checks a container's sockets (path: its field path); seen maps every
@@ -73,6 +80,7 @@ func (k *checker) sockets(path string, c *Container, seen map[string]string) {
 			k.c.addf(join(join(path, i), "notify.fd"), "fd %d is one of the sockets' (fds 3-%d)", fd, minNotifyFD+len(c.Sockets)-1)
 		}
 	}
+	k.oneOf(join(path, "update"), c.Update, UpdateStopFirst, UpdateStartFirst)
 }
 
 // listenAddr checks a socket's listen field.

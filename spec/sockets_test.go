@@ -13,14 +13,15 @@ instance: {name: i, dir: /srv}
 containers:
   - name: web
     command: "true"
+    update: start_first
     sockets:
       - {listen: "127.0.0.1:8080"}
       - {listen: "[::1]:8081", name: admin}
       - {listen: "unix:run/web.sock"}
 `, nil)
 	c := s.Containers[0]
-	if c.Sockets[0].Name != "web" || c.Sockets[1].Name != "admin" {
-		t.Fatalf("default names: %+v", c.Sockets)
+	if c.Update != UpdateStartFirst || c.Sockets[0].Name != "web" || c.Sockets[1].Name != "admin" {
+		t.Fatalf("defaults: update %q, sockets %+v", c.Update, c.Sockets)
 	}
 	if n, a := s.SocketAddr(c.Sockets[2]); n != "unix" || a != "/srv/run/web.sock" {
 		t.Errorf("unix socket address = %s %s, want unix /srv/run/web.sock", n, a)
@@ -32,10 +33,13 @@ containers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"listen: 127.0.0.1:8080", "name: admin", "name: web"} {
+	for _, w := range []string{"listen: 127.0.0.1:8080", "name: admin", "update: start_first"} {
 		if !strings.Contains(string(out), w) {
 			t.Errorf("render lacks %q:\n%s", w, out)
 		}
+	}
+	if d := mustLoad(t, "instance: {name: i}\ncontainers: [{name: a, command: \"true\"}]\n", nil); d.Containers[0].Update != UpdateStopFirst {
+		t.Errorf("update default = %q, want stop_first", d.Containers[0].Update)
 	}
 }
 
@@ -47,6 +51,7 @@ instance: {name: i}
 containers:
   - name: a
     command: "true"
+    update: rolling
     sockets:
       - {listen: "localhost:80"}
       - {listen: "127.0.0.1:0"}
@@ -67,6 +72,7 @@ containers:
 		`containers[0].sockets[2].name: must be 1-255 printable ASCII characters`,
 		`containers[0].sockets[3].listen: must name a path after unix:`,
 		`containers[0].readiness_probe.notify.fd: fd 4 is one of the sockets' (fds 3-6)`,
+		`containers[0].update: must be stop_first or start_first, got "rolling"`,
 		`containers[1].sockets[0].listen: 127.0.0.1:8080 is also the address of containers[0].sockets[2].listen`,
 		`containers[1].sockets[2].listen: [::1]:9 is also the address of containers[1].sockets[1].listen`,
 	} {

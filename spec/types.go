@@ -134,8 +134,10 @@ type Container struct {
 	Limits        Limits `yaml:"limits,omitempty" json:"limits,omitzero"`
 	MemoryRestart Bytes  `yaml:"memory_restart,omitempty" json:"memory_restart,omitzero"`
 	// Sockets are listening sockets tend binds and holds for the container's whole
-	// life, passed to each of its processes (SPEC §14.1, sockets.go).
+	// life, passed to each of its processes (SPEC §14.1, sockets.go); Update says how
+	// a restart replaces a process (SPEC §14.2).
 	Sockets []Socket `yaml:"sockets,omitempty" json:"sockets,omitempty"`
+	Update  string   `yaml:"update,omitempty" json:"update,omitempty"`
 
 	ident *Identity // resolved by Load
 }

@@ -31,12 +31,25 @@ func init() {
 // would be: it takes its listener from fd 3 (net.FileListener), writes
 // "LISTEN_PID LISTEN_FDS LISTEN_FDNAMES its-pid" to the file args[0], answers every
 // connection with its pid, and on SIGTERM stops accepting, finishes the connections
-// it has and exits 0. args[1] "notify" sends READY=1 once it serves; "fail" exits 3
-// at once instead of serving.
+// it has and exits 0. Further arguments: "notify" sends READY=1 once it serves;
+// "once:FILE" serves only if FILE does not exist (and creates it): every later start
+// exits 3 at once, a new version that does not work; "delay:MS" waits MS after
+// writing the file before it serves (a slow start).
 func socketServer(args []string) int {
-	if len(args) > 1 && args[1] == "fail" {
-		fmt.Fprintln(os.Stderr, "socket server: failing on purpose")
-		return 3
+	notify, delay := false, 0
+	for _, a := range args[1:] {
+		notify = notify || a == "notify"
+		if ms, ok := strings.CutPrefix(a, "delay:"); ok {
+			delay, _ = strconv.Atoi(ms)
+		}
+		if file, ok := strings.CutPrefix(a, "once:"); ok {
+			f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL, 0o644)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "socket server: failing on purpose")
+				return 3
+			}
+			f.Close()
+		}
 	}
 	ln, err := net.FileListener(os.NewFile(3, "listener"))
 	if err != nil {
@@ -47,7 +60,8 @@ func socketServer(args []string) int {
 	if err := os.WriteFile(args[0], []byte(env), 0o644); err != nil {
 		return 1
 	}
-	if len(args) > 1 && args[1] == "notify" {
+	time.Sleep(time.Duration(delay) * time.Millisecond)
+	if notify {
 		if c, err := net.Dial("unixgram", "\x00"+strings.TrimPrefix(os.Getenv("NOTIFY_SOCKET"), "@")); err == nil {
 			c.Write([]byte("READY=1"))
 			c.Close()
@@ -308,5 +322,148 @@ func TestGunicornTakesTheSocket(t *testing.T) {
 	if body, err := httpGet(addr); err != nil || body != "hello from gunicorn\n" {
 		t.Fatalf("GET %s: %q %v", addr, body, err)
 	}
+	termAndWait(t, tp, 20*time.Second)
+}
+
+// With sockets and update: start_first, a client connecting without pause through
+// several `tend restart`s never sees a refused or reset connection, and every
+// restart replaced the process. Each new process takes 300 ms to be ready, and
+// meanwhile status shows both (old_pid): the old one serves until then.
+func TestStartFirstRestartsUnderLoad(t *testing.T) {
+	tp, addr := startSockets(t, `
+containers:
+  - name: web
+    command: ["{SELF}", "{DIR}/env", "notify", "delay:300"]
+    sockets: [{listen: "{ADDR}"}]
+    update: start_first
+    readiness_probe: {notify: {}}
+`)
+	tp.waitStatus(10*time.Second, "web ready", func(d status.Document) bool { return containerStatus(d, "web").Ready.True() })
+	stop := make(chan struct{})
+	result := make(chan []error, 1)
+	var served int
+	go func() {
+		n, f := hammer(addr, stop)
+		served = n
+		result <- f
+	}()
+	pids := map[int]bool{}
+	for i := 0; i < 5; i++ {
+		time.Sleep(800 * time.Millisecond) // load between restarts
+		before := *containerStatus(mustStatus(t, tp), "web").Pid
+		pids[before] = true
+		if code := post(t, tp, "/v1/containers/web/restart"); code != 200 {
+			t.Fatalf("restart: %d", code)
+		}
+		tp.waitStatus(5*time.Second, "both processes in status", func(d status.Document) bool {
+			c := containerStatus(d, "web")
+			return c.OldPid != nil && *c.OldPid == before && c.Pid != nil && *c.Pid != before
+		})
+		tp.waitStatus(10*time.Second, "the new process alone", func(d status.Document) bool {
+			c := containerStatus(d, "web")
+			return c.Pid != nil && *c.Pid != before && c.OldPid == nil && c.Ready.True()
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	if f := <-result; len(f) > 0 {
+		t.Fatalf("%d connections answered, %d failed; first: %v", served, len(f), f[0])
+	}
+	if served < 1000 || len(pids) != 5 {
+		t.Fatalf("%d connections answered by %d processes; want thousands, by 5", served, len(pids))
+	}
+	t.Logf("%d connections answered through 5 restarts", served)
+	termAndWait(t, tp, 10*time.Second)
+}
+
+func mustStatus(t *testing.T, tp *tend) status.Document {
+	t.Helper()
+	d, ok := tp.status()
+	if !ok {
+		t.Fatal("tend does not answer")
+	}
+	return d
+}
+
+// A new version that fails (exits at once) is stopped and the old one keeps
+// serving, not restarted in a loop; last_exit and the log say why.
+func TestStartFirstFailedNewVersionKeepsTheOld(t *testing.T) {
+	tp, addr := startSockets(t, `
+containers:
+  - name: web
+    command: ["{SELF}", "{DIR}/env", "once:{DIR}/started", "notify"]
+    sockets: [{listen: "{ADDR}"}]
+    update: start_first
+    readiness_probe: {notify: {}}
+    restart_policy: {min_period_ms: 100, max_period_ms: 100, max_jitter_ms: 0}
+`)
+	old, err := strconv.Atoi(strings.Fields(waitFile(t, 10*time.Second, filepath.Join(tp.dir, "env")))[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := post(t, tp, "/v1/containers/web/restart"); code != 200 {
+		t.Fatalf("restart: %d", code)
+	}
+	doc := tp.waitStatus(10*time.Second, "the failed new process in last_exit", func(d status.Document) bool {
+		return containerStatus(d, "web").LastExit != nil
+	})
+	c := containerStatus(doc, "web")
+	if !strings.Contains(c.LastExit.Reason, "the new process failed (exit code 3); the old one keeps running") || c.LastExit.Code != 3 {
+		t.Fatalf("last_exit %+v", c.LastExit)
+	}
+	time.Sleep(500 * time.Millisecond) // a restart loop would show by now
+	c = containerStatus(mustStatus(t, tp), "web")
+	if c.State != status.Running || c.Pid == nil || *c.Pid != old || c.OldPid != nil || c.Restarts != 1 {
+		t.Fatalf("state %s, pid %v, old_pid %v, restarts %d; want running, the old pid %d, 1 start of the new", c.State, c.Pid, c.OldPid, c.Restarts, old)
+	}
+	if got, err := ask(addr); err != nil || got != old {
+		t.Fatalf("answered by %d (%v), want the old process %d", got, err, old)
+	}
+	if !strings.Contains(tp.stderr.String(), "keeping the old process") {
+		t.Errorf("the log does not say the old process was kept")
+	}
+	termAndWait(t, tp, 10*time.Second)
+}
+
+// gunicorn restarted start-first under load (its SIGTERM is a graceful stop) fails
+// no request, and each restart replaced the master.
+func TestGunicornStartFirstUnderLoad(t *testing.T) {
+	tp, addr := startGunicorn(t)
+	tp.waitStatus(20*time.Second, "gunicorn ready", func(d status.Document) bool {
+		return containerStatus(d, "web").Ready.True()
+	})
+	stop := make(chan struct{})
+	failures := make(chan []error, 1)
+	served := 0
+	go func() {
+		for {
+			select {
+			case <-stop:
+				failures <- nil
+				return
+			default:
+			}
+			if _, err := httpGet(addr); err != nil {
+				failures <- []error{err}
+				return
+			}
+			served++
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		before := *containerStatus(mustStatus(t, tp), "web").Pid
+		if code := post(t, tp, "/v1/containers/web/restart"); code != 200 {
+			t.Fatalf("restart: %d", code)
+		}
+		tp.waitStatus(20*time.Second, "the new gunicorn alone", func(d status.Document) bool {
+			c := containerStatus(d, "web")
+			return c.Pid != nil && *c.Pid != before && c.OldPid == nil && c.Ready.True()
+		})
+	}
+	close(stop)
+	if f := <-failures; len(f) > 0 {
+		t.Fatalf("after %d requests: %v", served, f[0])
+	}
+	t.Logf("%d requests through 3 restarts", served)
 	termAndWait(t, tp, 20*time.Second)
 }
