@@ -130,7 +130,8 @@ func ask(addr string) (int, error) {
 
 // Each process gets the sockets as fds 3, 4, ... with LISTEN_FDS, LISTEN_FDNAMES
 // and LISTEN_PID its own pid; it serves the address of the spec, and the unix
-// socket is there with mode 0660.
+// socket is there with mode 0660. Another container's process, started after the
+// sockets were bound, holds none of them.
 func TestSocketActivationVariables(t *testing.T) {
 	tp, addr := startSockets(t, `
 containers:
@@ -139,7 +140,13 @@ containers:
     sockets:
       - {listen: "{ADDR}", name: http}
       - {listen: "unix:web.sock"}
+  - name: other
+    depends_on: {web: started}
+    command: ["sh", "-c", "for f in /proc/$$/fd/*; do readlink $f; done > {DIR}/fds.tmp; mv {DIR}/fds.tmp {DIR}/other-fds; exec sleep 600"]
 `)
+	if fds := waitFile(t, 10*time.Second, filepath.Join(tp.dir, "other-fds")); strings.Contains(fds, "socket:") {
+		t.Errorf("another container's process holds a socket:\n%s", fds)
+	}
 	env := strings.Fields(waitFile(t, 10*time.Second, filepath.Join(tp.dir, "env")))
 	if len(env) != 4 || env[0] != env[3] || env[1] != "2" || env[2] != "http:web" {
 		t.Fatalf("LISTEN_PID LISTEN_FDS LISTEN_FDNAMES pid = %q; want the pid twice, 2, http:web", env)
