@@ -2,6 +2,7 @@ package container
 
 import (
 	"context"
+	"syscall"
 	"time"
 
 	"github.com/tend-sh/tend/cgroup"
@@ -63,7 +64,13 @@ func (c *Container) exited(p *proc.Process) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		<-p.Done()
-		c.killCgroup()
+		if c.overlap.Load() {
+			// A start-first update: the other run shares the cgroup and must live;
+			// this run's process group goes instead.
+			_ = p.SignalGroup(syscall.SIGKILL)
+		} else {
+			c.killCgroup()
+		}
 		close(done)
 	}()
 	return done

@@ -43,6 +43,9 @@ type Config struct {
 	// Held starts the container waiting (its depends_on conditions): it begins only
 	// when Proceed is called.
 	Held bool
+	// Sockets are the container's listening sockets (NewSockets; nil: none), bound at
+	// its first start; the container never closes them (sockets.go).
+	Sockets *Sockets
 }
 
 // StopOp is one stop operation shared by the containers it stops together.
@@ -73,7 +76,10 @@ type Container struct {
 	histories [3]*probes.History
 	// group is the container's cgroup (OpenCgroup, before Run); nil: none. placed
 	// is how processes start in it, nil once it is removed.
-	group  *cgroup.Group
+	// overlap is set while two runs share the cgroup (update: start_first): an exit
+	// then kills its process group, not the cgroup (exited).
+	overlap atomic.Bool
+	group   *cgroup.Group
 	placed atomic.Pointer[proc.Cgroup]
 }
 

@@ -79,6 +79,10 @@ func (l *loop) onStart() {
 func (l *loop) onRestart() bool {
 	switch l.state {
 	case stateRunning:
+		if l.sc.Update == spec.UpdateStartFirst {
+			l.beginRollout()
+			return false
+		}
 		return l.beginStop(StopOp{}, stateRestarting)
 	case stateStopping, stateDeadlineStopping:
 		l.setState(stateRestarting)
@@ -166,6 +170,8 @@ func (l *loop) onTimer() {
 	switch l.state {
 	case stateBackoff:
 		l.startProcess()
+	case stateRollout:
+		l.rolloutTimedOut()
 	default:
 		// A timer of a backoff that a command or a stop already ended.
 	}
@@ -193,6 +199,11 @@ func (l *loop) onExit() {
 		l.st.Alive.Set(false, status.ReasonStopped, "", now)
 		l.st.Ready.Set(false, status.ReasonStopping, "", now)
 		l.publish()
+	case stateRollout:
+		l.rollback(e) // the new process failed: the old one goes on
+	case stateRetiring:
+		l.dropOld() // it was on its way out; the new one's exit decides
+		l.afterExit(e, ran)
 	default:
 		l.afterExit(e, ran)
 	}
@@ -201,7 +212,7 @@ func (l *loop) onExit() {
 // onProbe takes a result of a polled probe of the current run.
 func (l *loop) onProbe(ev probes.Event) {
 	switch l.state {
-	case stateRunning:
+	case stateRunning, stateRollout, stateRetiring:
 		if ev.Run != l.runID {
 			return // a late result of an earlier run
 		}
@@ -211,6 +222,7 @@ func (l *loop) onProbe(ev probes.Event) {
 	l.recordProbe(ev)
 	if ev.Kind == probes.Startup {
 		l.onStartupProbe(ev)
+		l.rolloutProgress()
 		return
 	}
 	// Publish only what changed: checks pass many times a second across an
@@ -225,6 +237,7 @@ func (l *loop) onProbe(ev probes.Event) {
 	if changed {
 		l.publish()
 	}
+	l.rolloutProgress()
 }
 
 // onStartupProbe takes a startup probe's result (onProbe checked the state).
@@ -270,7 +283,7 @@ func (l *loop) onReadiness(ev probes.Event) bool {
 // onReadySignal handles READY=1, a notification newline or a matching line.
 func (l *loop) onReadySignal(sig readySignal) {
 	switch l.state {
-	case stateRunning:
+	case stateRunning, stateRollout, stateRetiring:
 		switch {
 		case sig.run != l.runID:
 			// A signal of an earlier run.
@@ -279,6 +292,7 @@ func (l *loop) onReadySignal(sig readySignal) {
 		default:
 			l.becomeReady(sig.what)
 		}
+		l.rolloutProgress()
 	default:
 		// The run it is about has ended.
 	}
@@ -287,10 +301,11 @@ func (l *loop) onReadySignal(sig readySignal) {
 // onNotify handles a datagram on the notify socket.
 func (l *loop) onNotify(m notifyMsg) {
 	switch l.state {
-	case stateRunning:
+	case stateRunning, stateRollout, stateRetiring:
 		if m.run == l.runID && l.believe(m) {
 			l.notified(m.keys)
 		}
+		l.rolloutProgress()
 	default:
 		// The run it is about has ended.
 	}
@@ -329,7 +344,7 @@ func (l *loop) notified(keys map[string]string) {
 // before anything is judged.
 func (l *loop) onWatchdog() {
 	switch l.state {
-	case stateRunning:
+	case stateRunning, stateRollout, stateRetiring:
 		switch {
 		case l.killReason != "":
 			l.watchdogC = nil // the run is ending: nothing to watch

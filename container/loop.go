@@ -33,6 +33,9 @@ import (
 //	                 counts as a failure and the restart policy decides
 //	stopped          stopped on request, by target_state or for good (then the loop ends)
 //	failed           its restart limit gave up, or a dependency failed; until started
+//	rollout          update start_first: a new process (l.proc) starts beside the
+//	                 old one (l.ro.old) until it is ready (startfirst.go)
+//	retiring         the new process is ready; the old one's stop sequence runs
 //
 // Every event (exit, probe result, timer, init result, stop progress, command) is
 // handled in events.go by a function that switches on the state and ignores what
@@ -51,6 +54,8 @@ const (
 	stateDeadlineStopping
 	stateStopped
 	stateFailed
+	stateRollout
+	stateRetiring
 )
 
 // stateToStatus is the one mapping of the loop's state to the state status shows:
@@ -61,7 +66,7 @@ func stateToStatus(s state) status.State {
 		return status.Waiting
 	case stateInitializing:
 		return status.Initializing
-	case stateRunning:
+	case stateRunning, stateRollout, stateRetiring:
 		return status.Running
 	case stateBackoff:
 		return status.Backoff
@@ -86,6 +91,10 @@ func (s state) String() string {
 		return "stopping (to shut down)"
 	case stateDeadlineStopping:
 		return "stopping (at the deadline)"
+	case stateRollout:
+		return "running (starting the new process first)"
+	case stateRetiring:
+		return "running (stopping the old process)"
 	}
 	return string(stateToStatus(s))
 }
@@ -140,6 +149,8 @@ type loop struct {
 	// destroyAfter is a destroy still to run after the stop in progress: a Shutdown
 	// joined a stop that was started without one.
 	destroyAfter *StopOp
+
+	ro rollout // the old process of a start_first update (startfirst.go)
 }
 
 func newLoop(c *Container) *loop {
@@ -181,6 +192,8 @@ func (l *loop) run(ctx context.Context) {
 			return
 		case <-l.procDone:
 			l.onExit()
+		case <-l.ro.oldDone:
+			l.onOldExit()
 		case ev := <-l.probeEvents:
 			l.onProbe(ev)
 		case sig := <-l.readySignals:
@@ -252,7 +265,7 @@ func (l *loop) startProcess() {
 	if err != nil {
 		l.log.Error().Err(err).Msg("cannot start")
 		l.stopHealth()
-		l.afterExit(proc.Exit{Code: -1, StartErr: err}, 0)
+		l.startFailed(proc.Exit{Code: -1, StartErr: err})
 		return
 	}
 	l.proc, l.procDone, l.lastProc = p, l.c.exited(p), p
@@ -262,9 +275,9 @@ func (l *loop) startProcess() {
 	l.st.Pid = &pid
 	l.st.Alive.Set(true, status.ReasonRunning, "", now)
 	l.startHealth()
-	l.setState(stateRunning)
 	l.log.Info().Int("pid", pid).Int("restarts", l.st.Restarts).Msg("started")
 	l.recordf(status.Normal, status.ReasonStarted, "pid %d", pid)
+	l.afterStart()
 }
 
 // spawn starts the command's process, with what its probes need of it.
@@ -282,13 +295,18 @@ func (l *loop) spawn() (*proc.Process, error) {
 			f.Close() // the child's end
 		}
 	}()
+	// Not into files: the deferred close is of the hooks' files alone.
+	env, fds, err := l.withSockets(l.processEnv(), files)
+	if err != nil {
+		return nil, err
+	}
 	return proc.Start(proc.Cmd{
 		Argv:   argv,
-		Env:    l.processEnv(),
+		Env:    env,
 		Dir:    l.cfg.Dir,
 		Stdout: l.c.outputWriter(l.cfg.Stdout, matches...),
 		Stderr: l.c.outputWriter(l.cfg.Stderr, matches...),
-		Files:  files,
+		Files:  fds,
 		Ident:  l.sc.Identity(),
 		Cgroup: l.c.Placement(),
 	})
@@ -425,6 +443,7 @@ func (l *loop) abort() {
 		_ = l.proc.SignalGroup(syscall.SIGKILL)
 		<-l.procDone
 	}
+	l.dropOld()
 }
 
 // setState moves the loop to next and publishes the status.

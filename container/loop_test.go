@@ -54,6 +54,7 @@ func newTestLoop(t *testing.T, mode, extra string) *loop {
 			_ = l.proc.SignalGroup(syscall.SIGKILL)
 			<-l.procDone
 		}
+		l.dropOld()
 		close(c.done) // releases a stop sequence still sending events
 	})
 	return l
@@ -115,6 +116,11 @@ func into(t *testing.T, l *loop, s state) {
 		// A new loop waits until it begins (a held container until Proceed).
 	case stateFailed:
 		l.onCommand(command{kind: cmdFail, reason: "db failed"})
+	case stateRollout, stateRetiring:
+		// The spec has update: start_first, and for rollout a readiness probe that
+		// has not passed.
+		l.begin()
+		l.onCommand(command{kind: cmdRestart, request: true})
 	}
 	if l.state != s {
 		t.Fatalf("could not bring the loop into %s: it is %s", s, l.state)
@@ -217,10 +223,22 @@ var machine = map[state]map[string]outcome{
 		"start": {want: stateRunning}, "stop": {want: stateStopped}, "restart": {want: stateRunning},
 		"shutdown": {want: stateStopped, finished: true}, "hold": {want: stateWaiting},
 	}),
+	// A stop during an update ends the overlap first (the new process, not ready,
+	// or the old one, stopping already, is killed) and stops the other. The timer
+	// of a rollout kills the new process; its exit brings the rollback.
+	stateRollout: all(outcome{want: stateRollout}, map[string]outcome{
+		"stop":     stoppingThen(stateStopping, stateStopped),
+		"shutdown": stoppingThen(stateShuttingDown, stateStopped),
+	}),
+	stateRetiring: all(outcome{want: stateRetiring}, map[string]outcome{
+		"stop":     stoppingThen(stateStopping, stateStopped),
+		"shutdown": stoppingThen(stateShuttingDown, stateStopped),
+	}),
 }
 
 var allStates = []state{stateWaiting, stateInitializing, stateRunning, stateBackoff, stateCompleted,
-	stateStopping, stateRestarting, stateShuttingDown, stateDeadlineStopping, stateStopped, stateFailed}
+	stateStopping, stateRestarting, stateShuttingDown, stateDeadlineStopping, stateStopped, stateFailed,
+	stateRollout, stateRetiring}
 
 func TestStateByEvent(t *testing.T) {
 	for _, from := range allStates {
@@ -243,6 +261,10 @@ func checkEvent(t *testing.T, from state, ev event, out outcome) {
 		mode = "never"
 	case stateInitializing:
 		extra = "    init: [{command: [sleep, \"600\"]}]\n"
+	case stateRollout:
+		extra = startFirst + notReady
+	case stateRetiring:
+		extra = startFirst
 	}
 	l := newTestLoop(t, mode, extra)
 	into(t, l, from)

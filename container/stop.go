@@ -27,6 +27,7 @@ const (
 // says what follows it. A stop already in progress goes on (a later Kill still
 // applies); without a running process nothing is signalled.
 func (l *loop) beginStop(op StopOp, next state) bool {
+	l.endOverlap() // one process left to stop
 	switch l.state {
 	case stateShuttingDown:
 		l.joinStop(op, stateShuttingDown) // a Shutdown in progress is never undone

@@ -48,7 +48,7 @@ func placed(id *spec.Identity, cg *Cgroup, path string, argv []string, attr *sys
 		}
 		procs = cg.ProcsFiles
 	}
-	if len(procs) == 0 && (id == nil || len(id.Rlimits) == 0) {
+	if len(procs) == 0 && (id == nil || len(id.Rlimits) == 0) && !wantsListenPID(attr.Env) {
 		if id != nil {
 			attr.Sys.Credential = credential(id)
 		}
@@ -123,7 +123,7 @@ func runShim(args []string) {
 			shimFail(126, "working directory %s: %v", dir, err)
 		}
 	}
-	err := syscall.Exec(path, argv, os.Environ())
+	err := syscall.Exec(path, argv, withListenPID(os.Environ()))
 	code := 126
 	if err == syscall.ENOENT {
 		code = 127

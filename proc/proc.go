@@ -31,8 +31,10 @@ type Cmd struct {
 	// PATH; empty and relative PATH entries are skipped). A path with a slash is used
 	// as is; a relative one is relative to Dir.
 	Argv []string
-	Env  []string // the complete environment of the process
-	Dir  string   // working directory; "" is this process's
+	// Env is the complete environment of the process. An entry "LISTEN_PID=" (no
+	// value) is set to the process's own pid before its program runs (listenpid.go).
+	Env []string
+	Dir string // working directory; "" is this process's
 	// Stdout and Stderr receive the output. nil discards it; an *os.File is given to
 	// the child directly; any other writer is fed through a pipe by a goroutine that
 	// copies in fixed-size chunks (32 KiB), and when the pipe ends (every holder of

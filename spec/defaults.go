@@ -131,6 +131,7 @@ func defaultContainer(c *Container, port Opt[int]) {
 		defaultPolicy(&c.NotifyActions[i], port)
 	}
 	setString(&c.TargetState, TargetActive)
+	defaultSockets(c)
 	if c.Log != nil {
 		setDefault(&c.Log.MaxSizeMb, DefaultLogMaxSizeMb)
 		setDefault(&c.Log.MaxFiles, DefaultLogMaxFiles)

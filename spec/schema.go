@@ -174,6 +174,7 @@ var schemaEnums = map[string][]any{
 	"RestartPolicy.on_give_up": {GiveUpStop, GiveUpShutdown},
 	"HTTPGet.scheme":           {SchemeHTTP, SchemeHTTPS},
 	"Instance.cgroups":         {CgroupsAuto, CgroupsRequired, CgroupsOff},
+	"Container.update":         {UpdateStopFirst, UpdateStartFirst},
 }
 
 // schemaDefaults are the defaults of applyDefaults that do not depend on where the
@@ -191,6 +192,7 @@ var schemaDefaults = map[string]any{
 	"Container.max_run_ms":                   DefaultMaxRunMs,
 	"Container.term_barrier":                 BarrierIgnore,
 	"Container.target_state":                 TargetActive,
+	"Container.update":                       UpdateStopFirst,
 	"StopPolicy.term_timeout_ms":             DefaultTermTimeoutMs,
 	"StopPolicy.wait_after_ms":               DefaultWaitAfterMs,
 	"StopPolicy.max_tries":                   DefaultMaxTries,
@@ -266,6 +268,10 @@ var schemaDescriptions = map[string]string{
 	"Container.depends_on":      "containers (by name) and the condition each must meet before this one starts",
 	"Container.limits":          "the container's cgroup limits",
 	"Container.memory_restart":  "bytes (as limits.memory): restart the container through its stop policy after 3 samples, 1 s apart, above it",
+	"Container.sockets":         "listening sockets tend binds before the first start and holds; every process gets them as fds 3, 4, ... (LISTEN_FDS, LISTEN_PID, LISTEN_FDNAMES)",
+	"Container.update":          "how a restart or a reload replaces the process: stop_first, or start_first (the new one starts, the old one stops once it is ready)",
+	"Socket.listen":             "HOST:PORT with an IP address (127.0.0.1:8080, [::1]:8080) or unix:PATH (relative to instance.dir, mode 0660)",
+	"Socket.name":               "its LISTEN_FDNAMES entry; default: the container's name",
 
 	"RestartPolicy.min_period_ms":   "the wait after the first short run",
 	"RestartPolicy.max_period_ms":   "the longest wait",

@@ -134,6 +134,11 @@ type Container struct {
 	// stop policy when its memory stays above it (SPEC §12.2 and §12.4, limits.go).
 	Limits        Limits `yaml:"limits,omitempty" json:"limits,omitzero"`
 	MemoryRestart Bytes  `yaml:"memory_restart,omitempty" json:"memory_restart,omitzero"`
+	// Sockets are listening sockets tend binds and holds for the container's whole
+	// life, passed to each of its processes (SPEC §14.1, sockets.go); Update says how
+	// a restart replaces a process (SPEC §14.2).
+	Sockets []Socket `yaml:"sockets,omitempty" json:"sockets,omitempty"`
+	Update  string   `yaml:"update,omitempty" json:"update,omitempty"`
 
 	// Schedule starts the container at each time it names (docs/reference.md
 	// "Schedules", schedule.go); "" for none.

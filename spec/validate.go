@@ -94,9 +94,11 @@ func (k *checker) check() {
 		k.timeLimit(join(path, "time_limit"), ic.TimeLimit)
 	}
 	logs := map[string]string{}
+	addrs := map[string]string{} // socket address -> field path
 	for i := range s.Containers {
 		path := index("containers", i)
 		k.container(path, &s.Containers[i], names)
+		k.sockets(path, &s.Containers[i], addrs)
 		if l := s.Containers[i].Log; l != nil && l.File != "" {
 			abs := s.WorkDir(l.File)
 			if first, dup := logs[abs]; dup {

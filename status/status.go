@@ -198,10 +198,13 @@ type InitContainer struct {
 
 // Container is the status of one container.
 type Container struct {
-	Name        string    `json:"name"`
-	State       State     `json:"state"`
-	TargetState string    `json:"target_state"`
-	Pid         *int      `json:"pid"`
+	Name        string `json:"name"`
+	State       State  `json:"state"`
+	TargetState string `json:"target_state"`
+	Pid         *int   `json:"pid"`
+	// OldPid is the process an update: start_first replaces, while it runs beside
+	// the new one (Pid); null otherwise.
+	OldPid      *int      `json:"old_pid"`
 	StartedAt   *Time     `json:"started_at"`
 	Restarts    int       `json:"restarts"`
 	NextStartAt *Time     `json:"next_start_at"`

@@ -247,6 +247,7 @@ func (sv *Supervisor) stopReplaced(p *reloadPlan) {
 		for _, c := range stopping {
 			<-c.Done()
 		}
+		closeSockets(stopping, p.final)
 		sv.reloadSteps <- reloadStep{swap: p.final}
 	}()
 }

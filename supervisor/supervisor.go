@@ -398,6 +398,7 @@ func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container, stoppedByRe
 		Changed: sv.notify,
 
 		StoppedByRequest: stoppedByRequest,
+		Sockets:          sv.socketsFor(s, cs),
 		// Started by the main loop once its conditions hold (gate).
 		Held: len(cs.DependsOn) > 0,
 	})
