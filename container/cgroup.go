@@ -63,10 +63,20 @@ func (c *Container) exited(p *proc.Process) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		<-p.Done()
+		c.noteExitOOMs()
 		c.killCgroup()
 		close(done)
 	}()
 	return done
+}
+
+// noteExitOOMs keeps the group's OOM kills as the run's root process exited, before
+// what is left is killed, for the loop to tell an OOM kill (usageRunEnd). Unreadable,
+// the count of the run's start stays: no OOM kill is named.
+func (c *Container) noteExitOOMs() {
+	if u, err := c.group.Usage(); err == nil {
+		c.exitOOMs.Store(u.OOMKills)
+	}
 }
 
 // killCgroup kills every process in the container's cgroup, for at most
