@@ -112,7 +112,7 @@ func (l *loop) takeSample(s Sample) bool {
 	u.last = s
 	u.shown = status.Usage{CPUSeconds: cpu, MemoryBytes: s.Usage.MemoryBytes, Pids: s.Usage.Pids,
 		OOMKills: max(s.Usage.OOMKills, u.shown.OOMKills), CPUPercent: percent}
-	l.c.usage.Store(&u.shown)
+	l.publishUsage()
 	return u.mem.observe(s.Usage.MemoryBytes)
 }
 
@@ -124,7 +124,7 @@ func (l *loop) usageRunEnd(sigkilled bool) bool {
 	ooms := l.c.exitOOMs.Load()
 	u.shown.MemoryBytes, u.shown.Pids, u.shown.CPUPercent = 0, 0, 0
 	u.shown.OOMKills = max(ooms, u.shown.OOMKills)
-	l.c.usage.Store(&u.shown)
+	l.publishUsage()
 	return sigkilled && ooms > u.base.OOMKills
 }
 
@@ -138,4 +138,11 @@ func (l *loop) memoryRestart() {
 	l.usage.mem.above = 0
 	l.killReason = memoryRestartReason
 	l.beginStop(StopOp{}, stateRestarting) // never ends the loop: a restart follows
+}
+
+// publishUsage stores a copy of the usage shown for readers: the loop goes on
+// changing its own.
+func (l *loop) publishUsage() {
+	shown := l.usage.shown
+	l.c.usage.Store(&shown)
 }
