@@ -71,7 +71,7 @@ func writeStatus(w io.Writer, body []byte, asJSON bool) error {
 
 // watchStatus prints the status, then again whenever it changes until tend stops
 // answering. The API has no change feed, so it asks every half second; on a terminal
-// each print replaces the last one.
+// each print replaces the last one, and follows usage too.
 func watchStatus(api *api, asJSON bool, out *os.File) error {
 	redraw := isTerminal(out)
 	tick := time.NewTicker(500 * time.Millisecond)
@@ -87,6 +87,13 @@ func watchStatus(api *api, asJSON bool, out *os.File) error {
 			return fail(1, "status: bad answer: %v", err)
 		}
 		doc.LastHeartbeatTime = nil // moves with every report without anything changing
+		if !redraw {
+			// Usage moves with every sample (each second): appended, it would print a
+			// table a second. On a terminal the redrawn table shows it as it moves.
+			for i := range doc.Containers {
+				doc.Containers[i].Usage = status.Usage{}
+			}
+		}
 		key, _ := json.Marshal(doc)
 		if bytes.Equal(key, last) {
 			continue
