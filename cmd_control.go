@@ -71,7 +71,7 @@ func writeStatus(w io.Writer, body []byte, asJSON bool) error {
 
 // watchStatus prints the status, then again whenever it changes until tend stops
 // answering. The API has no change feed, so it asks every half second; on a terminal
-// each print replaces the last one.
+// each print replaces the last one, and follows usage too.
 func watchStatus(api *api, asJSON bool, out *os.File) error {
 	redraw := isTerminal(out)
 	tick := time.NewTicker(500 * time.Millisecond)
@@ -87,6 +87,13 @@ func watchStatus(api *api, asJSON bool, out *os.File) error {
 			return fail(1, "status: bad answer: %v", err)
 		}
 		doc.LastHeartbeatTime = nil // moves with every report without anything changing
+		if !redraw {
+			// Usage moves with every sample (each second): appended, it would print a
+			// table a second. On a terminal the redrawn table shows it as it moves.
+			for i := range doc.Containers {
+				doc.Containers[i].Usage = status.Usage{}
+			}
+		}
 		key, _ := json.Marshal(doc)
 		if bytes.Equal(key, last) {
 			continue
@@ -283,9 +290,9 @@ func printStatus(w io.Writer, doc status.Document) {
 		fmt.Fprintf(w, "  reload error: %s\n", strings.ReplaceAll(doc.ReloadError, "\n", "\n    "))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nCONTAINER\tSTATE\tPID\tRESTARTS\tREADY\tALIVE\tSINCE\tLAST EXIT\tNOTE")
+	fmt.Fprintln(tw, "\nCONTAINER\tSTATE\tPID\tRESTARTS\tREADY\tALIVE\tCPU\tMEM\tSINCE\tLAST EXIT\tNOTE")
 	for _, ic := range doc.InitContainers {
-		fmt.Fprintf(tw, "%s (init)\t%s\t-\t%d\t-\t-\t-\t%s\t-\n", ic.Name, ic.State, max(0, ic.Attempts-1), exitText(ic.LastExit))
+		fmt.Fprintf(tw, "%s (init)\t%s\t-\t%d\t-\t-\t-\t-\t-\t%s\t-\n", ic.Name, ic.State, max(0, ic.Attempts-1), exitText(ic.LastExit))
 	}
 	preparing := preparingNote(doc)
 	for _, c := range doc.Containers {
@@ -308,7 +315,8 @@ func printStatus(w io.Writer, doc status.Document) {
 		if n == "-" && c.State == status.Waiting && preparing != "" {
 			n = preparing
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Restarts, c.Ready.Status, c.Alive.Status, since, exitText(c.LastExit), n)
+		cpu, mem := usageText(c)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Restarts, c.Ready.Status, c.Alive.Status, cpu, mem, since, exitText(c.LastExit), n)
 	}
 	tw.Flush()
 	if len(doc.Resources) > 0 || len(doc.DynamicResources) > 0 {
@@ -322,6 +330,15 @@ func printStatus(w io.Writer, doc status.Document) {
 		}
 		tw.Flush()
 	}
+}
+
+// usageText is a container's CPU (% of one core over the last sample) and MEM columns;
+// "-" for a container with no process.
+func usageText(c status.Container) (cpu, mem string) {
+	if c.Pid == nil {
+		return "-", "-"
+	}
+	return fmt.Sprintf("%.1f%%", c.Usage.CPUPercent), status.HumanBytes(c.Usage.MemoryBytes)
 }
 
 // preparingNote is what every container waits for while the instance prepares: the

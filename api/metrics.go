@@ -49,6 +49,12 @@ var containerFamilies = []struct {
 		func(c status.Container) uint64 { return b2u(c.Ready.True()) }},
 	{"tend_container_alive", "gauge", "1 when the container's alive condition is True, else 0.",
 		func(c status.Container) uint64 { return b2u(c.Alive.True()) }},
+	{"tend_container_memory_bytes", "gauge", "Memory the container's current run uses: its cgroup's working set (usage minus inactive file pages), or without cgroups the resident set of its processes.",
+		func(c status.Container) uint64 { return uint64(c.Usage.MemoryBytes) }},
+	{"tend_container_pids", "gauge", "Processes and threads of the container's current run.",
+		func(c status.Container) uint64 { return uint64(c.Usage.Pids) }},
+	{"tend_container_oom_kills_total", "counter", "Processes of the container the kernel's OOM killer killed, over every run since tend started (0 without cgroups).",
+		func(c status.Container) uint64 { return uint64(c.Usage.OOMKills) }},
 }
 
 func writeContainerMetrics(w io.Writer, containers []status.Container) {
@@ -67,6 +73,11 @@ func writeContainerMetrics(w io.Writer, containers []status.Container) {
 		for i, c := range containers {
 			writeSample(w, f.typ, f.name+"{"+labels[i]+"}", f.value(c))
 		}
+	}
+	// CPU time is fractional: the one family written as a float.
+	promtext.Family(w, "tend_container_cpu_seconds_total", "counter", "CPU time of the container's current run, in seconds: every process of it, live and exited.")
+	for i, c := range containers {
+		metrics.WriteCounterFloat64(w, "tend_container_cpu_seconds_total{"+labels[i]+"}", c.Usage.CPUSeconds)
 	}
 }
 

@@ -18,12 +18,21 @@ const clockTicks = 100
 // set size; pids counts threads, as pids.current does; OOMKills is 0: the kernel names
 // no OOM kill outside a memory cgroup.
 func UsageFromProc(pgid int, root string) (Usage, error) {
+	byGroup, err := ProcUsage(root)
+	return byGroup[pgid], err
+}
+
+// ProcUsage is UsageFromProc of every process group at once, by pgid: one pass over
+// /proc serves every container of an instance, where one pass each would read every
+// process's stat once per container.
+func ProcUsage(root string) (map[int]Usage, error) {
 	entries, err := os.ReadDir(filepath.Join(root, "proc"))
 	if err != nil {
-		return Usage{}, fmt.Errorf("usage of process group %d: %w", pgid, err)
+		return nil, fmt.Errorf("usage from %s: %w", filepath.Join(root, "proc"), err)
 	}
-	var u Usage
-	var ticks, pages int64
+	ticks := map[int]int64{}
+	byGroup := map[int]Usage{}
+	page := int64(os.Getpagesize())
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
@@ -33,16 +42,17 @@ func UsageFromProc(pgid int, root string) (Usage, error) {
 			continue // exited meanwhile
 		}
 		st, ok := parseStat(string(data))
-		if !ok || st.pgrp != pgid {
+		if !ok {
 			continue
 		}
-		ticks += st.ticks
-		pages += st.rssPages
+		u := byGroup[st.pgrp]
+		ticks[st.pgrp] += st.ticks
+		u.MemoryBytes += st.rssPages * page
 		u.Pids += st.threads
+		u.CPUSeconds = float64(ticks[st.pgrp]) / clockTicks
+		byGroup[st.pgrp] = u
 	}
-	u.CPUSeconds = float64(ticks) / clockTicks
-	u.MemoryBytes = pages * int64(os.Getpagesize())
-	return u, nil
+	return byGroup, nil
 }
 
 type procStat struct {

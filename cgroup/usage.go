@@ -21,6 +21,11 @@ type Usage struct {
 // Usage reads the group's usage. Memory is the working set as kubelet reports it (usage
 // minus inactive file pages, which the kernel reclaims before it OOM-kills): page cache
 // a container read once is not memory it needs. A controller tend does not have reads 0.
+//
+// Unlike the other methods, Usage is safe to call from any goroutine, alongside Kill
+// and Remove: it only reads files under paths fixed at creation (the instance's
+// sampler reads every group while each container's own goroutine kills and removes
+// its). A group removed meanwhile reads as an error (v2) or zeros (v1).
 func (g *Group) Usage() (Usage, error) {
 	switch g.mode {
 	case ModeOff:

@@ -64,6 +64,7 @@ func (c *Container) exited(p *proc.Process) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		<-p.Done()
+		c.noteExitOOMs()
 		if c.overlap.Load() {
 			// A start-first update: the other run shares the cgroup and must live;
 			// this run's process group goes instead.
@@ -74,6 +75,15 @@ func (c *Container) exited(p *proc.Process) <-chan struct{} {
 		close(done)
 	}()
 	return done
+}
+
+// noteExitOOMs keeps the group's OOM kills as the run's root process exited, before
+// what is left is killed, for the loop to tell an OOM kill (usageRunEnd). Unreadable,
+// the count of the run's start stays: no OOM kill is named.
+func (c *Container) noteExitOOMs() {
+	if u, err := c.group.Usage(); err == nil {
+		c.exitOOMs.Store(u.OOMKills)
+	}
 }
 
 // killCgroup kills every process in the container's cgroup, for at most

@@ -81,6 +81,13 @@ type Container struct {
 	overlap atomic.Bool
 	group   *cgroup.Group
 	placed atomic.Pointer[proc.Cgroup]
+	// samples come from the instance's sampler (usage.go); usage is what the loop
+	// last made of them, published apart from the status: a new sample every second
+	// is no status change to report. exitOOMs is the group's OOM kills at the
+	// last exit (Container.exited), for the loop to read after it.
+	samples  chan Sample
+	usage    atomic.Pointer[status.Usage]
+	exitOOMs atomic.Int64
 }
 
 type commandKind int
@@ -108,7 +115,8 @@ type command struct {
 
 // New prepares a container; it opens its log file when the spec has one.
 func New(cfg Config) (*Container, error) {
-	c := &Container{cfg: cfg, cmds: make(chan command), done: make(chan struct{}), histories: newHistories(cfg.Spec)}
+	c := &Container{cfg: cfg, cmds: make(chan command), done: make(chan struct{}), histories: newHistories(cfg.Spec),
+		samples: make(chan Sample, 1)}
 	if l := cfg.Spec.Log; l != nil && cfg.LogFile != "" {
 		f, err := output.OpenLog(cfg.LogFile, l.MaxSizeMb.Get(), l.MaxFiles.Get())
 		if err != nil {
@@ -147,6 +155,9 @@ func (c *Container) Status() status.Container {
 	st := *c.status.Load()
 	if c.logFile != nil {
 		st.LogError = c.logFile.Err() // the log file's own state, not the loop's
+	}
+	if u := c.usage.Load(); u != nil {
+		st.Usage = *u
 	}
 	return st
 }

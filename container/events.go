@@ -190,10 +190,14 @@ func (l *loop) onExit() {
 	l.proc, l.procDone = nil, nil
 	l.st.Pid = nil
 	l.stopHealth()
+	if l.usageRunEnd(e.Signal == syscall.SIGKILL) {
+		l.killReason = string(status.ReasonOOMKilled) // the kernel's kill, whoever else meant to
+	}
 	switch l.state {
 	case stateStopping, stateRestarting, stateShuttingDown, stateDeadlineStopping:
-		// Record the exit; the stop sequence sees it too and finishes.
-		l.recordExit(e, "")
+		// Record the exit; the stop sequence sees it too and finishes. A stop tend
+		// began for a reason of its own (memory_restart) says so.
+		l.recordExit(e, l.killReason)
 		l.log.Info().Str("exit", l.st.LastExit.Reason).Int("code", l.st.LastExit.Code).Dur("ran_ms", ran).Msg("exited while stopping")
 		now := time.Now()
 		l.st.Alive.Set(false, status.ReasonStopped, "", now)
@@ -206,6 +210,22 @@ func (l *loop) onExit() {
 		l.afterExit(e, ran)
 	default:
 		l.afterExit(e, ran)
+	}
+}
+
+// onSample takes a usage sample of the sampler: shown while a run's process lives;
+// memory_restart applies only to a running one (a stop is on its way already).
+func (l *loop) onSample(s Sample) {
+	switch l.state {
+	case stateRunning, stateStopping, stateRestarting, stateShuttingDown, stateDeadlineStopping:
+		if l.proc == nil || s.Pid != l.proc.Pid() {
+			return // a sample of an earlier run
+		}
+	default:
+		return // no process: the exit showed the run as ended
+	}
+	if l.takeSample(s) && l.state == stateRunning && l.killReason == "" {
+		l.memoryRestart()
 	}
 }
 

@@ -151,6 +151,7 @@ type loop struct {
 	destroyAfter *StopOp
 
 	ro rollout // the old process of a start_first update (startfirst.go)
+	usage runUsage // the runs' usage and memory_restart (usage.go)
 }
 
 func newLoop(c *Container) *loop {
@@ -210,6 +211,8 @@ func (l *loop) run(ctx context.Context) {
 			l.onTimer()
 		case now := <-l.schedC:
 			l.onSchedule(now)
+		case s := <-l.c.samples:
+			l.onSample(s)
 		case err := <-l.initDone:
 			l.onInitDone(err)
 		case ev := <-l.stopSteps:
@@ -261,6 +264,7 @@ func (l *loop) startProcess() {
 	l.killReason = ""
 	l.startedAt = now
 	l.st.StartedAt = status.Ptr(now)
+	l.usageRunStart(now)
 	p, err := l.spawn()
 	if err != nil {
 		l.log.Error().Err(err).Msg("cannot start")
@@ -393,14 +397,17 @@ func (l *loop) restarts(e proc.Exit) bool {
 // how it ended, and why when tend ended it.
 func (l *loop) recordExit(e proc.Exit, reason string) {
 	l.st.LastExit = ExitStatus(e, reason, time.Now())
-	msg, typ := e.String(), status.Normal
+	msg, typ, why := e.String(), status.Normal, status.ReasonExited
 	if reason != "" {
 		msg += ": " + reason
 	}
 	if !e.Success() {
 		typ = status.Warning
 	}
-	l.record(typ, status.ReasonExited, msg)
+	if reason == string(status.ReasonOOMKilled) {
+		why = status.ReasonOOMKilled // the kernel killed it: an event of its own kind
+	}
+	l.record(typ, why, msg)
 }
 
 // ExitStatus is how e appears in status as a last_exit; reason "" says how it ended.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tend-sh/tend/cgroup"
 	"github.com/tend-sh/tend/probes"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
@@ -146,8 +147,18 @@ var (
 		return false
 	}}
 	evDeadline = event{"deadline", func(l *loop) bool { return l.onDeadline() }}
+	// evMemory is memory_restart's third sample in a row above the limit.
+	evMemory = event{"memory above memory_restart", func(l *loop) bool {
+		l.usage.mem = memWatch{limit: 1, above: memoryRestartSamples - 1}
+		pid := 0
+		if l.proc != nil {
+			pid = l.proc.Pid()
+		}
+		l.onSample(Sample{Pid: pid, At: time.Now(), Usage: cgroup.Usage{MemoryBytes: 2}})
+		return false
+	}}
 
-	allEvents = []event{evTimer, evStart, evStop, evRestart, evShutdown, evHold, evProceed, evFail, evLateLive, evDeadline}
+	allEvents = []event{evTimer, evStart, evStop, evRestart, evShutdown, evHold, evProceed, evFail, evLateLive, evDeadline, evMemory}
 )
 
 // outcome is what an event leads to.
@@ -185,10 +196,11 @@ var machine = map[state]map[string]outcome{
 		"stop": {want: stateStopped}, "shutdown": {want: stateStopped, finished: true},
 	}),
 	stateRunning: all(outcome{want: stateRunning}, map[string]outcome{
-		"stop":     stoppingThen(stateStopping, stateStopped),
-		"restart":  stoppingThen(stateRestarting, stateRunning),
-		"shutdown": stoppingThen(stateShuttingDown, stateStopped),
-		"deadline": stoppingThen(stateDeadlineStopping, stateBackoff),
+		"stop":                        stoppingThen(stateStopping, stateStopped),
+		"restart":                     stoppingThen(stateRestarting, stateRunning),
+		"shutdown":                    stoppingThen(stateShuttingDown, stateStopped),
+		"deadline":                    stoppingThen(stateDeadlineStopping, stateBackoff),
+		"memory above memory_restart": stoppingThen(stateRestarting, stateRunning),
 	}),
 	stateBackoff: all(outcome{want: stateBackoff}, map[string]outcome{
 		"timer": {want: stateRunning}, "start": {want: stateRunning},

@@ -119,6 +119,8 @@ const (
 	// ReasonOOMKilled is the reason of an exit the kernel's OOM killer caused; it is
 	// recorded once the exit handling can tell (the cgroup's memory.events).
 	ReasonOOMKilled Reason = "OOMKilled"
+	// ReasonMemoryRestart: memory_bytes stayed above memory_restart: restarting.
+	ReasonMemoryRestart Reason = "MemoryRestart"
 )
 
 // EventType is how much an event matters: Normal, or Warning for what went wrong.
@@ -230,6 +232,8 @@ type Container struct {
 	// LimitsApplied is false when a limit of the container could not be written (a
 	// warning at start says which and why); true otherwise, also without limits.
 	LimitsApplied bool `json:"limits_applied"`
+	// Usage is what the container uses (SPEC §12.4), from its cgroup or /proc.
+	Usage Usage `json:"usage"`
 }
 
 // State is the state of a container or an init container.

@@ -193,6 +193,7 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 	sv.runCtx = runCtx
 	sv.reloadCtx, sv.cancelReload = context.WithCancel(runCtx)
 	defer sv.cancelReload()
+	go sv.sampleUsage(runCtx)
 	if sv.opts.WatchPath != "" {
 		stopWatch, err := sv.watchSpec(runCtx, sv.opts.WatchPath)
 		if err != nil {

@@ -32,6 +32,10 @@ var documentedMetrics = map[string]metricFamily{
 	"tend_container_ready":             {dto.MetricType_GAUGE, []string{"container"}},
 	"tend_container_alive":             {dto.MetricType_GAUGE, []string{"container"}},
 	"tend_container_restarts_total":    {dto.MetricType_COUNTER, []string{"container"}},
+	"tend_container_cpu_seconds_total": {dto.MetricType_COUNTER, []string{"container"}},
+	"tend_container_memory_bytes":      {dto.MetricType_GAUGE, []string{"container"}},
+	"tend_container_pids":              {dto.MetricType_GAUGE, []string{"container"}},
+	"tend_container_oom_kills_total":   {dto.MetricType_COUNTER, []string{"container"}},
 	"tend_probe_checks_total":          {dto.MetricType_COUNTER, []string{"container", "probe", "result"}},
 	"tend_probe_duration_seconds":      {dto.MetricType_HISTOGRAM, []string{"container", "probe"}},
 	"tend_orphans_reaped_total":        {dto.MetricType_COUNTER, nil},
@@ -97,7 +101,10 @@ containers:
 			t.Fatalf("Prometheus' parser rejects /metrics: %v\n%s", err, text)
 		}
 		return sampleValue(families, "tend_probe_checks_total", "container=web,probe=liveness,result=success") > 0 &&
-			sampleValue(families, "tend_probe_checks_total", "container=web,probe=readiness,result=success") > 0, string(text)
+			sampleValue(families, "tend_probe_checks_total", "container=web,probe=readiness,result=success") > 0 &&
+			// The usage sampler has read plain's sleep (once a second).
+			sampleValue(families, "tend_container_memory_bytes", "container=plain") > 0 &&
+			sampleValue(families, "tend_container_pids", "container=plain") >= 1, string(text)
 	})
 
 	checkGrouped(t, string(text))

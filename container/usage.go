@@ -1,0 +1,148 @@
+package container
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tend-sh/tend/cgroup"
+	"github.com/tend-sh/tend/status"
+)
+
+// memoryRestartSamples is how many samples in a row above memory_restart restart the
+// container (SPEC §12.4): one sample over is a spike, three seconds of it is a trend.
+const memoryRestartSamples = 3
+
+// memoryRestartReason is the last_exit reason of a run memory_restart ended.
+const memoryRestartReason = "memory above memory_restart"
+
+// Sample is one reading of a running container's usage by the instance's sampler,
+// which reads every container in turn (supervisor/usage.go) and hands each its own.
+type Sample struct {
+	Pid int       // the root process of the run it is about
+	At  time.Time // when it was read
+	// Usage as read: a cgroup's CPU time and OOM kills count every run since the
+	// group was made; the loop makes them the current run's.
+	Usage cgroup.Usage
+}
+
+// ReadUsage reads the usage of the container's running process: from its cgroup, or
+// without one from procs (the sampler's one pass over /proc, by process group, made
+// only when a container asks). false: nothing runs, or it cannot be read now.
+func (c *Container) ReadUsage(procs func() map[int]cgroup.Usage, now time.Time) (Sample, bool) {
+	pid := c.status.Load().Pid
+	if pid == nil {
+		return Sample{}, false
+	}
+	s := Sample{Pid: *pid, At: now}
+	if c.Placement() == nil {
+		u, ok := procs()[*pid] // the root process leads the run's process group
+		s.Usage = u
+		return s, ok
+	}
+	u, err := c.group.Usage()
+	if err != nil {
+		c.cfg.Log.Debug().Str("container", c.Name()).Err(err).Msg("cannot read usage")
+		return s, false
+	}
+	s.Usage = u
+	return s, true
+}
+
+// Sample hands s to the container's loop. It never blocks the sampler: a loop that
+// has not taken the previous sample yet misses this one.
+func (c *Container) Sample(s Sample) {
+	select {
+	case c.samples <- s:
+	default:
+	}
+}
+
+// runUsage is the loop's account of its runs' usage.
+type runUsage struct {
+	base  cgroup.Usage // the group's counts when the run started
+	last  Sample       // the previous sample of the run (at first: its start)
+	shown status.Usage // what status shows
+	mem   memWatch
+}
+
+// memWatch applies memory_restart to a run's samples.
+type memWatch struct {
+	limit int64 // 0: no memory_restart
+	above int   // samples in a row above limit
+}
+
+// observe takes a sample's memory and reports whether it is the memoryRestartSamples-th
+// in a row above the limit; one at or below it starts the count again.
+func (m *memWatch) observe(bytes int64) bool {
+	if m.limit <= 0 || bytes <= m.limit {
+		m.above = 0
+		return false
+	}
+	m.above++
+	return m.above >= memoryRestartSamples
+}
+
+// usageRunStart notes the group's counts before a run starts, so the run's CPU time
+// and whether the OOM killer struck during it can be told apart from earlier runs'.
+func (l *loop) usageRunStart(now time.Time) {
+	var base cgroup.Usage
+	if l.c.Placement() != nil {
+		u, err := l.c.group.Usage()
+		if err != nil {
+			l.log.Debug().Err(err).Msg("cannot read usage")
+		}
+		base = u
+	}
+	l.c.exitOOMs.Store(base.OOMKills) // until the exit reads it (Container.exited)
+	l.usage.base = base
+	l.usage.last = Sample{At: now, Usage: base}
+	l.usage.mem = memWatch{limit: l.sc.MemoryRestart.Get()}
+}
+
+// takeSample shows a sample of the current run and reports whether memory_restart
+// should restart it now.
+func (l *loop) takeSample(s Sample) bool {
+	u := &l.usage
+	cpu := max(s.Usage.CPUSeconds-u.base.CPUSeconds, 0)
+	prevCPU := max(u.last.Usage.CPUSeconds-u.base.CPUSeconds, 0)
+	percent := 0.0
+	if d := s.At.Sub(u.last.At).Seconds(); d > 0 {
+		percent = max(cpu-prevCPU, 0) / d * 100
+	}
+	u.last = s
+	u.shown = status.Usage{CPUSeconds: cpu, MemoryBytes: s.Usage.MemoryBytes, Pids: s.Usage.Pids,
+		OOMKills: max(s.Usage.OOMKills, u.shown.OOMKills), CPUPercent: percent}
+	l.publishUsage()
+	return u.mem.observe(s.Usage.MemoryBytes)
+}
+
+// usageRunEnd shows a run as ended (no memory, no processes) and reports whether the
+// kernel's OOM killer killed its root process: SIGKILL, and the group's OOM kills
+// grew during the run (read at the exit, before what was left was killed).
+func (l *loop) usageRunEnd(sigkilled bool) bool {
+	u := &l.usage
+	ooms := l.c.exitOOMs.Load()
+	u.shown.MemoryBytes, u.shown.Pids, u.shown.CPUPercent = 0, 0, 0
+	u.shown.OOMKills = max(ooms, u.shown.OOMKills)
+	l.publishUsage()
+	return sigkilled && ooms > u.base.OOMKills
+}
+
+// memoryRestart restarts the running container through its stop policy: its memory
+// stayed above memory_restart.
+func (l *loop) memoryRestart() {
+	msg := fmt.Sprintf("memory %s above memory_restart %s at %d samples in a row: restarting",
+		status.HumanBytes(l.usage.shown.MemoryBytes), status.HumanBytes(l.usage.mem.limit), memoryRestartSamples)
+	l.log.Warn().Int64("memory_bytes", l.usage.shown.MemoryBytes).Int64("memory_restart", l.usage.mem.limit).Msg("memory above memory_restart: restarting")
+	l.record(status.Warning, status.ReasonMemoryRestart, msg)
+	l.usage.mem.above = 0
+	l.killReason = memoryRestartReason
+	l.beginStop(StopOp{}, stateRestarting) // never ends the loop: a restart follows
+}
+
+// publishUsage stores a copy of the usage shown for readers: the loop goes on
+// changing its own.
+func (l *loop) publishUsage() {
+	shown := l.usage.shown
+	l.c.usage.Store(&shown)
+}

@@ -1,0 +1,30 @@
+package status
+
+import "fmt"
+
+// Usage is what a container uses (SPEC §12.4), at most 2 s old. CPUSeconds,
+// MemoryBytes and Pids are of the current run (0 memory and pids between runs; CPU
+// keeps the last run's until the next starts); OOMKills counts every run's.
+type Usage struct {
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	MemoryBytes int64   `json:"memory_bytes"`
+	Pids        int64   `json:"pids"`
+	OOMKills    int64   `json:"oom_kills"`
+	// CPUPercent is tend's own, beyond SPEC's four: the CPU of the last second or so,
+	// in % of one core (the difference of two samples), for the status table.
+	CPUPercent float64 `json:"cpu_percent"`
+}
+
+// HumanBytes writes n in binary units with one decimal (12.3Mi), as the status table
+// and events show memory; below 1Ki as bytes.
+func HumanBytes(n int64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d", n)
+	}
+	v, i := float64(n)/1024, 0
+	for v >= 1024 && i < len(units)-1 {
+		v, i = v/1024, i+1
+	}
+	return fmt.Sprintf("%.1f%ci", v, units[i])
+}
