@@ -208,6 +208,12 @@ containers:
 		return true
 	})
 	samePid := *containerStatus(doc, "same").Pid
+	// Running is not yet begun: the program may not have run its first instruction
+	// (the v1 cgroup shim), and a reload now would stop it before it wrote v1.
+	waitFor(t, 5*time.Second, "changed to write v1", func() (bool, string) {
+		l := lines(t, filepath.Join(tp.dir, "changed"))
+		return len(l) == 1, strings.Join(l, ",")
+	})
 	write := func(text string) {
 		if err := os.WriteFile(filepath.Join(tp.dir, "spec.yaml"), []byte(strings.ReplaceAll(text, "{DIR}", tp.dir)), 0o644); err != nil {
 			t.Fatal(err)

@@ -155,7 +155,10 @@ containers:
 	pid := *containerStatus(doc, "app").Pid
 	// Reloaded once its program has begun (a stop before the first instruction, in
 	// the v1 cgroup shim, ends the run before it reads).
-	waitFile(t, 5*time.Second, filepath.Join(tp.dir, "seen"))
+	waitFor(t, 5*time.Second, "the first container to read the resource", func() (bool, string) {
+		l := lines(t, filepath.Join(tp.dir, "seen"))
+		return len(l) == 1, strings.Join(l, ",")
+	})
 
 	writeSpec(t, tp, specText("/b", "exec sleep 61"))
 	if code := post(t, tp, "/v1/reload"); code != 200 {
