@@ -14,6 +14,7 @@ IMAGE=localhost/tend
 EXAMPLE="$IMAGE-example:$RUN"
 CTR="tend-$RUN"                      # the example instance under podman run
 ORPHANS="tend-$RUN-orphans"
+CG="tend-$RUN-cgroups"
 POD=tend-example-pod-0               # podman kube play: <deployment>-pod-0
 POD_CTR="$POD-tend"
 TMP="$(mktemp -d /tmp/tend-e2e.XXXXXX)"
@@ -51,13 +52,13 @@ cleanup() {
 	local code=$?
 	set +e
 	if [ "$code" -ne 0 ]; then
-		for c in "$CTR" "$ORPHANS" "$POD_CTR"; do
+		for c in "$CTR" "$ORPHANS" "$CG" "$POD_CTR"; do
 			podman container exists "$c" 2>/dev/null || continue
 			log "last output of $c:"
 			podman logs --tail 40 "$c" 2>&1 | sed 's/^/    /'
 		done
 	fi
-	podman rm -f -t 0 "$CTR" "$ORPHANS" >/dev/null 2>&1
+	podman rm -f -t 0 "$CTR" "$ORPHANS" "$CG" >/dev/null 2>&1
 	if [ -n "$played" ]; then
 		podman kube down examples/kubernetes/deployment.yaml >/dev/null 2>&1
 		podman pod rm -f -t 0 "$POD" >/dev/null 2>&1
@@ -228,6 +229,39 @@ log "orphans: 20 children outlived their parent and were reaped: $(in_pidns | cu
 podman stop -t 20 "$ORPHANS" >/dev/null
 [ "$(podman inspect --format '{{.State.ExitCode}}' "$ORPHANS")" = 0 ] || fail "tend exited non-zero after podman stop (orphans)"
 podman rm "$ORPHANS" >/dev/null
+
+# --- cgroups: with a writable cgroup tree each container gets its own, with its limits;
+# an OOM kill is named. Without one tend runs on with cgroups off and says why.
+mkdir -p "$TMP/cg"
+cat >"$TMP/cg/spec.yaml" <<'EOF'
+containers:
+  - name: hog
+    command: /demo alloc --mb 200
+    limits: {memory: 64Mi}
+    restart_policy: {mode: never}
+  - name: idle
+    command: /demo worker --every 60s
+EOF
+cg_json() { podman exec "$1" /tend status --json; }
+oom_named() { cg_json "$CG" | grep -q '"reason": "OOMKilled"'; }
+log "cgroups: podman run --privileged --cgroupns=private (a writable cgroup tree of the container's own)"
+podman run -d --name "$CG" --privileged --cgroupns=private -v "$TMP/cg:/etc/tend:ro" "$EXAMPLE" >/dev/null
+waitfor 30 "the OOM kill of hog named" oom_named
+doc=$(cg_json "$CG")
+grep -q '"mode": "v[12]"' <<<"$doc" || fail "cgroups mode is not v1/v2 with a writable tree: $(grep -A2 '"cgroups"' <<<"$doc")"
+grep -q '"cgroup": "/containers/idle"' <<<"$doc" || fail "idle is not in /containers/idle"
+grep -q '"limits_applied": false' <<<"$doc" && fail "a limit was not applied"
+podman stop -t 10 "$CG" >/dev/null
+podman rm "$CG" >/dev/null
+log "cgroups: hog's 200 MiB under a 64Mi limit was OOMKilled and named; idle in /containers/idle"
+podman run -d --name "$CG" -v "$TMP/cg:/etc/tend:ro" "$EXAMPLE" >/dev/null
+off_reported() { cg_json "$CG" | grep -q '"mode": "off"'; }
+waitfor 20 "cgroups off with a reason in a default container" off_reported
+reason=$(cg_json "$CG" | grep -A2 '"cgroups"' | sed -n 's/.*"reason": "\(.*\)".*/\1/p')
+[ -n "$reason" ] || fail "cgroups off without a reason"
+podman stop -t 10 "$CG" >/dev/null
+podman rm "$CG" >/dev/null
+log "cgroups: without a writable tree tend runs with cgroups off: $reason"
 
 # --- podman kube play of examples/kubernetes, the shipped files unchanged -------------
 # The pod's API is reached in the pod's network namespace (nsenter), the token read
