@@ -121,14 +121,6 @@ func TestStartFirstReloadUnderLoad(t *testing.T) {
 // the old spec, fails no connection, and last_exit and the log say why. The reload
 // still counts as applied: a reload back to the old spec changes nothing.
 func TestStartFirstReloadBrokenVersionKeepsTheOld(t *testing.T) {
-	const old = `
-containers:
-  - name: web
-    command: ["{SELF}", "{DIR}/env", "notify"]
-    sockets: [{listen: "{ADDR}"}]
-    update: start_first
-    readiness_probe: {notify: {}}
-`
 	for _, tc := range []struct{ name, lines, want string }{
 		{"exits at once", `    command: [sh, -c, "echo broken >&2; exit 3"]`,
 			"the new process failed (exit code 3); the old one keeps running with the old spec"},
@@ -136,51 +128,66 @@ containers:
     startup_probe: {exec: {command: ["false"]}, failure_threshold: 3, time_limit: {initial_delay_ms: 0, min_restart_period_ms: 100, max_restart_period_ms: 100}}`,
 			"the new process failed (startup probe failed"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tp, addr := startSockets(t, old)
-			pid := serverPid(t, tp, "env")
-			tp.waitStatus(10*time.Second, "web ready", func(d status.Document) bool { return containerStatus(d, "web").Ready.True() })
-			revision := mustStatus(t, tp).Revision
-			finish := load(addr)
-			time.Sleep(300 * time.Millisecond)
-			broken := strings.Replace(old, `    command: ["{SELF}", "{DIR}/env", "notify"]`, tc.lines, 1)
-			reloadSpec(t, tp, addr, broken)
-			doc := tp.waitStatus(10*time.Second, "the failed new version in last_exit", func(d status.Document) bool {
-				return containerStatus(d, "web").LastExit != nil
-			})
-			c := containerStatus(doc, "web")
-			if !strings.Contains(c.LastExit.Reason, tc.want) {
-				t.Fatalf("last_exit %+v, want %q", c.LastExit, tc.want)
-			}
-			time.Sleep(500 * time.Millisecond) // a restart loop would show by now
-			served, failures := finish()
-			if len(failures) > 0 || served == 0 {
-				t.Fatalf("%d connections answered, %d failed; first: %v", served, len(failures), failures)
-			}
-			doc = mustStatus(t, tp)
-			c = containerStatus(doc, "web")
-			if c.State != status.Running || c.Pid == nil || *c.Pid != pid || c.OldPid != nil || c.Restarts != 1 {
-				t.Fatalf("state %s, pid %v, old_pid %v, restarts %d; want running, the old pid %d, 1 start of the new", c.State, c.Pid, c.OldPid, c.Restarts, pid)
-			}
-			if doc.Revision == revision || doc.ReloadError != "" {
-				t.Errorf("revision %s (before %s), reload_error %q; want the reload applied", doc.Revision, revision, doc.ReloadError)
-			}
-			if got, err := ask(addr); err != nil || got != pid {
-				t.Fatalf("answered by %d (%v), want the old process %d", got, err, pid)
-			}
-			if !strings.Contains(tp.stderr.String(), "keeping the old process") {
-				t.Errorf("the log does not say the old process was kept")
-			}
-			// The container runs the old spec: reloading it is no change.
-			reloadSpec(t, tp, addr, old)
-			tp.waitStatus(10*time.Second, "the reload back applied", func(d status.Document) bool { return d.Revision != doc.Revision })
-			if c := containerStatus(mustStatus(t, tp), "web"); c.Pid == nil || *c.Pid != pid || c.Restarts != 1 {
-				t.Fatalf("pid %v, restarts %d after reloading the old spec; want %d untouched", c.Pid, c.Restarts, pid)
-			}
-			if err := syscall.Kill(tp.hostPid(pid), 0); err != nil {
-				t.Fatalf("the old process is gone: %v", err)
-			}
-			termAndWait(t, tp, 10*time.Second)
-		})
+		t.Run(tc.name, func(t *testing.T) { reloadBroken(t, tc.lines, tc.want) })
 	}
+}
+
+// oldVersion is the working version of TestStartFirstReloadBrokenVersionKeepsTheOld.
+const oldVersion = `
+containers:
+  - name: web
+    command: ["{SELF}", "{DIR}/env", "notify"]
+    sockets: [{listen: "{ADDR}"}]
+    update: start_first
+    readiness_probe: {notify: {}}
+`
+
+// reloadBroken reloads the old version with its command replaced by lines, under
+// load, and checks that the old process and spec stay; last_exit says want.
+func reloadBroken(t *testing.T, lines, want string) {
+	tp, addr := startSockets(t, oldVersion)
+	pid := serverPid(t, tp, "env")
+	tp.waitStatus(10*time.Second, "web ready", func(d status.Document) bool { return containerStatus(d, "web").Ready.True() })
+	revision := mustStatus(t, tp).Revision
+	finish := load(addr)
+	time.Sleep(300 * time.Millisecond)
+	broken := strings.Replace(oldVersion, `    command: ["{SELF}", "{DIR}/env", "notify"]`, lines, 1)
+	reloadSpec(t, tp, addr, broken)
+	doc := tp.waitStatus(10*time.Second, "the failed new version in last_exit", func(d status.Document) bool {
+		return containerStatus(d, "web").LastExit != nil
+	})
+	c := containerStatus(doc, "web")
+	if !strings.Contains(c.LastExit.Reason, want) {
+		t.Fatalf("last_exit %+v, want %q", c.LastExit, want)
+	}
+	time.Sleep(500 * time.Millisecond) // a restart loop would show by now
+	served, failures := finish()
+	if len(failures) > 0 || served == 0 {
+		t.Fatalf("%d connections answered, %d failed; first: %v", served, len(failures), failures)
+	}
+	doc = mustStatus(t, tp)
+	c = containerStatus(doc, "web")
+	if c.State != status.Running || c.Pid == nil || *c.Pid != pid || c.OldPid != nil || c.Restarts != 1 {
+		t.Fatalf("state %s, pid %v, old_pid %v, restarts %d; want running, the old pid %d, 1 start of the new", c.State, c.Pid, c.OldPid, c.Restarts, pid)
+	}
+	if doc.Revision == revision || doc.ReloadError != "" {
+		t.Errorf("revision %s (before %s), reload_error %q; want the reload applied", doc.Revision, revision, doc.ReloadError)
+	}
+	if got, err := ask(addr); err != nil || got != pid {
+		t.Fatalf("answered by %d (%v), want the old process %d", got, err, pid)
+	}
+	if !strings.Contains(tp.stderr.String(), "keeping the old process") {
+		t.Errorf("the log does not say the old process was kept")
+	}
+	// The container runs the old spec: reloading it is no change.
+	reloadSpec(t, tp, addr, oldVersion)
+	tp.waitStatus(10*time.Second, "the reload back applied", func(d status.Document) bool { return d.Revision != doc.Revision })
+	time.Sleep(300 * time.Millisecond) // a rollout would have started by now
+	if c := containerStatus(mustStatus(t, tp), "web"); c.Pid == nil || *c.Pid != pid || c.Restarts != 1 {
+		t.Fatalf("restarts %d after reloading the old spec (pid changed: %v); want the old process %d untouched", c.Restarts, c.Pid == nil || *c.Pid != pid, pid)
+	}
+	if err := syscall.Kill(tp.hostPid(pid), 0); err != nil {
+		t.Fatalf("the old process is gone: %v", err)
+	}
+	termAndWait(t, tp, 10*time.Second)
 }
