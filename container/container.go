@@ -73,7 +73,10 @@ type Container struct {
 	// events is the loop's last published events (record); histories keep the last
 	// checks of each polled probe, by probes.Kind (nil: no such probe).
 	events    atomic.Pointer[[]status.Event]
-	histories [3]*probes.History
+	histories atomic.Pointer[[3]*probes.History]
+	// spec is the spec the container runs: cfg.Spec until a start_first update
+	// (Update) swaps it; read by the supervisor, written by the loop.
+	spec atomic.Pointer[spec.Container]
 	// group is the container's cgroup (OpenCgroup, before Run); nil: none. placed
 	// is how processes start in it, nil once it is removed.
 	// overlap is set while two runs share the cgroup (update: start_first): an exit
@@ -101,6 +104,7 @@ const (
 	cmdHold                        // wait for depends_on conditions (waitingFor)
 	cmdProceed                     // the conditions hold: begin
 	cmdFail                        // a condition can no longer hold (reason)
+	cmdUpdate                      // roll out a changed spec start first (update, reply)
 )
 
 type command struct {
@@ -111,12 +115,18 @@ type command struct {
 	reason     string
 	// request: a person asked (the API), not a reload; a requested stop sticks.
 	request bool
+	// update is the container a reload built for the changed spec (cmdUpdate);
+	// reply says whether the loop took its spec.
+	update *Container
+	reply  chan<- bool
 }
 
 // New prepares a container; it opens its log file when the spec has one.
 func New(cfg Config) (*Container, error) {
-	c := &Container{cfg: cfg, cmds: make(chan command), done: make(chan struct{}), histories: newHistories(cfg.Spec),
-		samples: make(chan Sample, 1)}
+	c := &Container{cfg: cfg, cmds: make(chan command), done: make(chan struct{}), samples: make(chan Sample, 1)}
+	h := newHistories(cfg.Spec)
+	c.histories.Store(&h)
+	c.spec.Store(cfg.Spec)
 	if l := cfg.Spec.Log; l != nil && cfg.LogFile != "" {
 		f, err := output.OpenLog(cfg.LogFile, l.MaxSizeMb.Get(), l.MaxFiles.Get())
 		if err != nil {
@@ -147,8 +157,9 @@ func (c *Container) Discard() {
 // Name is the container's name.
 func (c *Container) Name() string { return c.cfg.Spec.Name }
 
-// Spec is the container's spec.
-func (c *Container) Spec() *spec.Container { return c.cfg.Spec }
+// Spec is the spec the container runs: the one it was built with, or the one a
+// start_first update rolled out (Update).
+func (c *Container) Spec() *spec.Container { return c.spec.Load() }
 
 // Status returns the last published status snapshot.
 func (c *Container) Status() status.Container {
@@ -174,7 +185,7 @@ func (c *Container) Shutdown(op StopOp) {
 	case <-c.done:
 		// Finished already (a reload stopped it): it sends no TERM, so it must not
 		// hold the WAIT containers of op.
-		if c.cfg.Spec.TermBarrier != spec.BarrierWait {
+		if c.Spec().TermBarrier != spec.BarrierWait {
 			arriveAll(op.Barriers)
 		}
 	}
@@ -220,6 +231,21 @@ func (c *Container) Proceed() { c.send(command{kind: cmdProceed}) }
 // Fail ends a waiting container for good (until started again): a condition can no
 // longer hold, for reason.
 func (c *Container) Fail(reason string) { c.send(command{kind: cmdFail, reason: reason}) }
+
+// Update hands the changed spec of next, a container a reload built to replace this
+// one and that never ran, to this container's loop (update: start_first, SPEC
+// §14.2): a running container starts a process of the new spec beside the old one
+// (startfirst.go). It reports whether the container took it; one that is not running
+// does not, and the reload replaces it stop-first. next is never run either way.
+func (c *Container) Update(next *Container) bool {
+	reply := make(chan bool, 1) // the loop answers at once, in the handler
+	select {
+	case c.cmds <- command{kind: cmdUpdate, update: next, reply: reply}:
+		return <-reply
+	case <-c.done:
+		return false
+	}
+}
 
 // HasStarted reports whether a process of the container has ever started.
 func (c *Container) HasStarted() bool { return c.started.Load() }

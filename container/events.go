@@ -50,8 +50,27 @@ func (l *loop) onCommand(cmd command) bool {
 		l.onProceed()
 	case cmdFail:
 		l.onFail(cmd.reason)
+	case cmdUpdate:
+		cmd.reply <- l.onUpdate(cmd.update)
 	}
 	return false
+}
+
+// onUpdate rolls out the changed spec of next (Update) start first in a running
+// container and reports whether it did; in any other state (not running, or an
+// update or a stop in progress) the supervisor replaces the container stop-first.
+func (l *loop) onUpdate(next *Container) bool {
+	switch l.state {
+	case stateRunning:
+		prev := l.specState()
+		l.record(status.Normal, status.ReasonUpdating, "reload: starting the changed spec beside the running process")
+		l.useSpec(updatedSpec(l.cfg, next))
+		l.initialized = false // the new spec's init commands run before its process
+		l.beginRollout(&prev)
+		return true
+	default:
+		return false
+	}
 }
 
 // onStart starts a container that is not running; a requested start is a fresh
@@ -80,7 +99,7 @@ func (l *loop) onRestart() bool {
 	switch l.state {
 	case stateRunning:
 		if l.sc.Update == spec.UpdateStartFirst {
-			l.beginRollout()
+			l.beginRollout(nil)
 			return false
 		}
 		return l.beginStop(StopOp{}, stateRestarting)
@@ -152,9 +171,9 @@ func (l *loop) onFail(reason string) {
 func (l *loop) onInitDone(err error) {
 	l.initDone, l.initCancel = nil, nil
 	switch l.state {
-	case stateInitializing:
+	case stateInitializing, stateRollout:
 		if err != nil {
-			return // cancelled: only a stop cancels them, and it moves the state on
+			return // cancelled: only a stop or a rollback cancels them, and moves the state on
 		}
 		l.initialized = true
 		l.log.Info().Msg("init commands done")

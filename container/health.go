@@ -151,7 +151,7 @@ func (l *loop) startHealth() {
 		if probes.Polled(sp) {
 			sctx, scancel := context.WithCancel(ctx)
 			l.health.startupCancel = scancel
-			probes.Start(sctx, probes.Startup, sp, l.target(), l.runID, l.probeEvents, l.c.histories[probes.Startup])
+			probes.Start(sctx, probes.Startup, sp, l.target(), l.runID, l.probeEvents, l.c.history(probes.Startup))
 		}
 	} else {
 		l.startRunProbes(ctx)
@@ -170,7 +170,7 @@ func (l *loop) startHealth() {
 func (l *loop) startRunProbes(ctx context.Context) {
 	now := time.Now()
 	if lp := l.sc.LivenessProbe; lp != nil {
-		probes.Start(ctx, probes.Liveness, lp, l.target(), l.runID, l.probeEvents, l.c.histories[probes.Liveness])
+		probes.Start(ctx, probes.Liveness, lp, l.target(), l.runID, l.probeEvents, l.c.history(probes.Liveness))
 	}
 	rp := l.sc.ReadinessProbe
 	switch {
@@ -178,7 +178,7 @@ func (l *loop) startRunProbes(ctx context.Context) {
 		l.st.Ready.Set(true, status.ReasonRunning, "", now)
 	case probes.Polled(rp):
 		l.st.Ready.Set(false, status.ReasonNotProbed, "readiness probe has not succeeded yet", now)
-		probes.Start(ctx, probes.Readiness, rp, l.target(), l.runID, l.probeEvents, l.c.histories[probes.Readiness])
+		probes.Start(ctx, probes.Readiness, rp, l.target(), l.runID, l.probeEvents, l.c.history(probes.Readiness))
 	case l.health.readyPending:
 		l.st.Ready.Set(true, status.ReasonReady, "", now)
 	default:

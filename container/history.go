@@ -63,6 +63,9 @@ func newHistories(sc *spec.Container) [3]*probes.History {
 	return h
 }
 
+// history is the result history of the container's probe of kind (nil: none).
+func (c *Container) history(kind probes.Kind) *probes.History { return c.histories.Load()[kind] }
+
 // Describe is the container as GET /v1/containers/NAME shows it: its status, its
 // events and its probes' last checks.
 func (c *Container) Describe() status.ContainerDetail {
@@ -70,7 +73,7 @@ func (c *Container) Describe() status.ContainerDetail {
 	if ev := c.events.Load(); ev != nil {
 		d.Events = *ev
 	}
-	for kind, h := range c.histories {
+	for kind, h := range c.histories.Load() {
 		if h != nil {
 			d.Probes[probes.Kind(kind).String()] = status.ProbeResults{Last: probeResults(h.Last())}
 		}

@@ -50,15 +50,17 @@ func RunUntilSuccess(ctx context.Context, argv func() ([]string, error), c proc.
 	}
 }
 
-// runInit runs the container's init commands in order, each until it succeeds.
-func (l *loop) runInit(ctx context.Context) error {
-	for i := range l.sc.Init {
-		ic := &l.sc.Init[i]
-		name := fmt.Sprintf("%s/init[%d]", l.sc.Name, i)
+// runInit runs the init commands of s in order, each until it succeeds. It runs in a
+// goroutine of its own, so it is handed the spec: a rollback may swap the loop's.
+func (l *loop) runInit(ctx context.Context, s specState) error {
+	sc, cfg := s.sc, s.cfg
+	for i := range sc.Init {
+		ic := &sc.Init[i]
+		name := fmt.Sprintf("%s/init[%d]", sc.Name, i)
 		attempts := 0
 		err := RunUntilSuccess(ctx,
-			func() ([]string, error) { return spec.Argv(ic.Command, l.cfg.Env) },
-			proc.Cmd{Env: l.cfg.Env, Dir: l.cfg.Dir, Stdout: l.c.initWriter(name, l.cfg.Stdout), Stderr: l.c.initWriter(name, l.cfg.Stderr), Ident: l.sc.Identity(), Cgroup: l.c.Placement()},
+			func() ([]string, error) { return spec.Argv(ic.Command, cfg.Env) },
+			proc.Cmd{Env: cfg.Env, Dir: cfg.Dir, Stdout: l.c.initWriter(name, cfg.Stdout), Stderr: l.c.initWriter(name, cfg.Stderr), Ident: sc.Identity(), Cgroup: l.c.Placement()},
 			restart.FromSpec(ic.TimeLimit), nil,
 			func(e proc.Exit, _ time.Duration) {
 				attempts++

@@ -244,11 +244,26 @@ func (l *loop) begin() {
 		return
 	}
 	l.setState(stateInitializing)
+	l.startInit()
+}
+
+// startInit runs the init commands in a goroutine of their own; onInitDone takes
+// their result.
+func (l *loop) startInit() {
 	ctx, cancel := context.WithCancel(context.Background())
 	l.initCancel = cancel
 	done := make(chan error, 1)
 	l.initDone = done
-	go func() { done <- l.runInit(ctx) }()
+	s := l.specState()
+	go func() { done <- l.runInit(ctx, s) }()
+}
+
+// cancelInit cancels the init commands, if they run; their result is not awaited.
+func (l *loop) cancelInit() {
+	if l.initCancel != nil {
+		l.initCancel()
+		l.initCancel, l.initDone = nil, nil
+	}
 }
 
 // startProcess starts the container's command. A command that cannot start is an

@@ -31,19 +31,7 @@ containers:
 // newTestLoop builds a loop for a container with restart mode and extra spec lines.
 func newTestLoop(t *testing.T, mode, extra string) *loop {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "spec.yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(loopSpec, mode, extra)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := spec.Load(path, spec.Options{Environ: os.Environ(), Hostname: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := New(Config{Spec: &s.Containers[0], Env: s.ProcessEnv(nil), Dir: dir, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newTestContainer(t, mode, extra)
 	l := newLoop(c)
 	t.Cleanup(func() {
 		l.stopTimer()
@@ -59,6 +47,25 @@ func newTestLoop(t *testing.T, mode, extra string) *loop {
 		close(c.done) // releases a stop sequence still sending events
 	})
 	return l
+}
+
+// newTestContainer builds a container with restart mode and extra spec lines.
+func newTestContainer(t *testing.T, mode, extra string) *Container {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(loopSpec, mode, extra)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load(path, spec.Options{Environ: os.Environ(), Hostname: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Spec: &s.Containers[0], Env: s.ProcessEnv(nil), Dir: dir, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // exitNow kills the running process and hands its exit to the loop.
@@ -158,7 +165,12 @@ var (
 		return false
 	}}
 
-	allEvents = []event{evTimer, evStart, evStop, evRestart, evShutdown, evHold, evProceed, evFail, evLateLive, evDeadline, evMemory}
+	// A reload hands the loop a changed spec (here the same one, as built anew).
+	evUpdate = event{"update", func(l *loop) bool {
+		return l.onCommand(command{kind: cmdUpdate, update: l.c, reply: make(chan bool, 1)})
+	}}
+
+	allEvents = []event{evTimer, evStart, evStop, evRestart, evShutdown, evHold, evProceed, evFail, evLateLive, evDeadline, evMemory, evUpdate}
 )
 
 // outcome is what an event leads to.
@@ -201,6 +213,9 @@ var machine = map[state]map[string]outcome{
 		"shutdown":                    stoppingThen(stateShuttingDown, stateStopped),
 		"deadline":                    stoppingThen(stateDeadlineStopping, stateBackoff),
 		"memory above memory_restart": stoppingThen(stateRestarting, stateRunning),
+		// Start first: the new spec's process, ready at once (no readiness probe),
+		// is running, the old one stopping.
+		"update": {want: stateRetiring},
 	}),
 	stateBackoff: all(outcome{want: stateBackoff}, map[string]outcome{
 		"timer": {want: stateRunning}, "start": {want: stateRunning},

@@ -2,10 +2,14 @@ package container
 
 import (
 	"context"
+	"errors"
 	"syscall"
 	"time"
 
+	"github.com/tend-sh/tend/probes"
 	"github.com/tend-sh/tend/proc"
+	"github.com/tend-sh/tend/restart"
+	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
 
@@ -17,6 +21,11 @@ import (
 // its exit ends the overlap (running). A new process that exits, fails its startup
 // probe or, without one, is not ready within rolloutTimeout is stopped and the old
 // one goes on (running), the reason in last_exit; it is not started again.
+//
+// A reload that changes the container does the same (onUpdate): the loop takes the
+// new spec at once, runs its init commands (l.proc is nil meanwhile, bounded by
+// rolloutTimeout too) and starts the new process; the old spec waits in l.ro.prev,
+// whose stop policy stops the old process, and which a rollback restores.
 
 // rolloutTimeout bounds the wait for a new process without a startup probe.
 const rolloutTimeout = 60 * time.Second
@@ -27,21 +36,61 @@ type rollout struct {
 	oldDone   <-chan struct{} // nil when there is none: the loop's select ignores it
 	startedAt time.Time
 	retire    *stopRun // the old one's stop sequence (retiring)
+	// prev is the spec the old process runs when a reload changed it (onUpdate);
+	// nil for a restart.
+	prev *specState
 }
 
-// beginRollout starts a new process beside the running one (onRestart checked the
-// state). The old one's probes stop: the run is the new one's from now on.
-func (l *loop) beginRollout() {
+// specState is what the container's processes start from: its spec and what
+// depends on it. A start_first update swaps it, a rollback restores it.
+type specState struct {
+	cfg       Config
+	sc        *spec.Container
+	policy    restart.Policy
+	histories *[3]*probes.History
+}
+
+// specState is the spec the loop runs now.
+func (l *loop) specState() specState {
+	return specState{cfg: l.cfg, sc: l.sc, policy: l.policy, histories: l.c.histories.Load()}
+}
+
+// updatedSpec is what a container built for a changed spec (next) would start its
+// processes from. What a reload does not hand over this way (the sockets, the log
+// file, limits, the schedule) makes it replace the container stop-first instead
+// (supervisor: startFirstUpdate).
+func updatedSpec(cur Config, next *Container) specState {
+	cfg := cur
+	cfg.Spec, cfg.Env, cfg.Dir = next.cfg.Spec, next.cfg.Env, next.cfg.Dir
+	return specState{cfg: cfg, sc: next.cfg.Spec, policy: restart.PolicyFromSpec(next.cfg.Spec.RestartPolicy), histories: next.histories.Load()}
+}
+
+// useSpec makes s the spec the loop runs, and shows it to readers (Spec, Describe).
+func (l *loop) useSpec(s specState) {
+	l.cfg, l.sc, l.policy = s.cfg, s.sc, s.policy
+	l.c.histories.Store(s.histories)
+	l.c.spec.Store(s.sc)
+}
+
+// beginRollout starts a new process beside the running one (onRestart and onUpdate
+// checked the state), its init commands first when they have not run for its spec;
+// prev is the old process's spec when it differs. The old one's probes stop: the
+// run is the new one's from now on.
+func (l *loop) beginRollout(prev *specState) {
 	l.stopHealth()
 	l.c.overlap.Store(true)
-	l.ro = rollout{old: l.proc, oldDone: l.procDone, startedAt: l.startedAt}
+	l.ro = rollout{old: l.proc, oldDone: l.procDone, startedAt: l.startedAt, prev: prev}
 	l.proc, l.procDone = nil, nil
-	pid := l.ro.old.Pid()
-	l.st.OldPid = &pid
 	l.fails = 0
 	l.setState(stateRollout)
-	l.log.Info().Int("old_pid", pid).Msg("start first: starting the new process beside the old one")
-	l.startProcess()
+	l.log.Info().Int("old_pid", l.ro.old.Pid()).Msg("start first: starting the new process beside the old one")
+	if l.initialized || len(l.sc.Init) == 0 {
+		l.initialized = true
+		l.startProcess()
+		return
+	}
+	l.setTimer(rolloutTimeout) // init commands that never succeed must not hold the update
+	l.startInit()
 }
 
 // afterStart moves on once a process has started: running, or in a rollout, on to
@@ -51,7 +100,11 @@ func (l *loop) afterStart() {
 	case stateRollout:
 		if l.sc.StartupProbe == nil {
 			l.setTimer(rolloutTimeout)
+		} else {
+			l.stopTimer() // of the init commands
 		}
+		pid := l.ro.old.Pid()
+		l.st.OldPid = &pid
 		l.publish()
 		l.rolloutProgress()
 	default:
@@ -73,13 +126,12 @@ func (l *loop) startFailed(e proc.Exit) {
 func (l *loop) rolloutProgress() {
 	switch l.state {
 	case stateRollout:
-		if !l.st.Ready.True() {
-			return
+		if l.proc == nil || !l.st.Ready.True() {
+			return // its init commands run, or it is not ready yet
 		}
 		l.stopTimer()
 		l.log.Info().Int("old_pid", l.ro.old.Pid()).Msg("start first: the new process is ready; stopping the old one")
-		r := newStopRun(l, StopOp{}, nil)
-		r.p = l.ro.old
+		r := l.retireRun()
 		l.ro.retire = r
 		l.setState(stateRetiring)
 		go r.run()
@@ -88,10 +140,28 @@ func (l *loop) rolloutProgress() {
 	}
 }
 
-// rolloutTimedOut stops a new process that was not ready within rolloutTimeout.
+// retireRun is the stop sequence of the old process: by the stop policy of the spec
+// it runs, which an update has replaced in the loop.
+func (l *loop) retireRun() *stopRun {
+	r := newStopRun(l, StopOp{}, nil)
+	r.p, r.exitDone = l.ro.old, l.ro.oldDone
+	if p := l.ro.prev; p != nil {
+		r.policy = p.sc.StopPolicy
+		r.target = probes.Target{Env: p.cfg.Env, Dir: p.cfg.Dir, Container: p.sc.Name, Ident: p.sc.Identity(), Cgroup: l.c.Placement()}
+	}
+	return r
+}
+
+// rolloutTimedOut stops a new process that was not ready within rolloutTimeout, or
+// the init commands still running before it.
 func (l *loop) rolloutTimedOut() {
 	switch l.state {
 	case stateRollout:
+		if l.proc == nil {
+			l.cancelInit()
+			l.rollback(proc.Exit{Code: -1, StartErr: errors.New("its init commands did not succeed within " + rolloutTimeout.String())})
+			return
+		}
 		if l.killReason == "" {
 			l.kill("not ready within " + rolloutTimeout.String())
 		}
@@ -109,7 +179,13 @@ func (l *loop) rollback(e proc.Exit) {
 	}
 	l.stopTimer()
 	l.recordExit(e, l.killReason)
-	l.st.LastExit.Reason = "start_first: the new process failed (" + l.st.LastExit.Reason + "); the old one keeps running"
+	keeps := "the old one keeps running"
+	if p := l.ro.prev; p != nil {
+		l.useSpec(*p)
+		l.initialized = true // they ran for the old spec
+		keeps += " with the old spec (a reload tries the new one again)"
+	}
+	l.st.LastExit.Reason = "start_first: the new process failed (" + l.st.LastExit.Reason + "); " + keeps
 	l.log.Warn().Str("exit", l.st.LastExit.Reason).Msg("start first: keeping the old process")
 	l.proc, l.procDone, l.lastProc = l.ro.old, l.ro.oldDone, l.ro.old
 	l.startedAt = l.ro.startedAt
@@ -150,6 +226,10 @@ func (l *loop) onOldExit() {
 	case stateRollout:
 		l.log.Warn().Int("old_pid", old.Pid()).Str("exit", old.Exit().String()).Msg("start first: the old process exited before the new one was ready")
 		l.stopTimer()
+		if l.proc == nil {
+			l.setState(stateInitializing) // a plain start now: the process follows its init commands
+			return
+		}
 		l.setState(stateRunning)
 	default:
 		l.publish()
@@ -163,6 +243,11 @@ func (l *loop) endOverlap() {
 	switch l.state {
 	case stateRollout:
 		l.stopHealth()
+		if l.proc == nil {
+			l.cancelInit()
+			l.rollback(proc.Exit{Code: -1, StartErr: errors.New("a stop came during its init commands")})
+			return
+		}
 		l.killReason = "a stop came before it was ready"
 		_ = l.proc.SignalGroup(syscall.SIGKILL)
 		<-l.procDone

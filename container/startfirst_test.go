@@ -1,6 +1,9 @@
 package container
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,5 +100,90 @@ func TestStartFirstStartupProbeFailureOrTimeout(t *testing.T) {
 				t.Fatalf("state %s, pid %d (old %d), last_exit %+v", l.state, l.proc.Pid(), oldPid, l.st.LastExit)
 			}
 		})
+	}
+}
+
+// update hands the loop the spec of a container built with extra spec lines, as a
+// reload does, and reports whether the loop took it.
+func update(t *testing.T, l *loop, extra string) (*Container, bool) {
+	t.Helper()
+	next := newTestContainer(t, "always", extra)
+	reply := make(chan bool, 1)
+	l.onCommand(command{kind: cmdUpdate, update: next, reply: reply})
+	return next, <-reply
+}
+
+// A reload's update of a running container runs the new spec's init commands, then
+// its process beside the old one; once it is ready the old one is stopped and the
+// container runs the new spec.
+func TestStartFirstUpdateRollsOutTheNewSpec(t *testing.T) {
+	l := newTestLoop(t, "always", startFirst)
+	into(t, l, stateRunning)
+	oldPid := l.proc.Pid()
+	marker := filepath.Join(t.TempDir(), "init-ran")
+	next, took := update(t, l, startFirst+fmt.Sprintf("    init: [{command: [touch, %q]}]\n", marker))
+	if !took || l.state != stateRollout || l.proc != nil || l.c.Spec() != next.Spec() {
+		t.Fatalf("took %v, state %s, spec %p (new %p); want rollout of the new spec, its init first", took, l.state, l.c.Spec(), next.Spec())
+	}
+	select {
+	case err := <-l.initDone:
+		l.onInitDone(err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the init commands did not finish")
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the new spec's init command did not run: %v", err)
+	}
+	if l.state != stateRetiring || l.proc == nil || l.proc.Pid() == oldPid || l.st.OldPid == nil || *l.st.OldPid != oldPid {
+		t.Fatalf("state %s, old_pid %v; want retiring with old_pid %d", l.state, l.st.OldPid, oldPid)
+	}
+	waitOld(t, l)
+	if l.state != stateRunning || l.sc != next.Spec() || l.st.OldPid != nil {
+		t.Fatalf("state %s, old_pid %v; want running the new spec", l.state, l.st.OldPid)
+	}
+}
+
+// A new spec whose process fails is rolled back: the old process keeps running with
+// the old spec (a later reload of the same spec tries again), and last_exit says so.
+func TestStartFirstUpdateRollbackKeepsTheOldSpec(t *testing.T) {
+	l := newTestLoop(t, "always", startFirst)
+	into(t, l, stateRunning)
+	oldPid, oldSpec := l.proc.Pid(), l.sc
+	if _, took := update(t, l, startFirst+notReady); !took {
+		t.Fatal("a running container did not take the update")
+	}
+	exitNow(t, l) // the new one
+	if l.state != stateRunning || l.proc.Pid() != oldPid || l.sc != oldSpec || l.c.Spec() != oldSpec || l.sc.ReadinessProbe != nil {
+		t.Fatalf("state %s, pid %d (old %d), spec kept %v; want the old process with the old spec", l.state, l.proc.Pid(), oldPid, l.sc == oldSpec)
+	}
+	if x := l.st.LastExit; x == nil || !strings.Contains(x.Reason, "the old one keeps running with the old spec") {
+		t.Fatalf("last_exit %+v", x)
+	}
+}
+
+// A stop that comes while the new spec's init commands run cancels them; the old
+// process, the only one, is stopped.
+func TestStartFirstUpdateStopDuringInit(t *testing.T) {
+	l := newTestLoop(t, "always", startFirst)
+	into(t, l, stateRunning)
+	if _, took := update(t, l, startFirst+"    init: [{command: [sleep, \"600\"]}]\n"); !took || l.proc != nil {
+		t.Fatal("the update did not wait for its init commands")
+	}
+	l.onCommand(command{kind: cmdStop, request: true})
+	if l.state != stateStopping || l.initCancel != nil {
+		t.Fatalf("state %s; want stopping with the init commands cancelled", l.state)
+	}
+	settle(t, l)
+	if l.state != stateStopped {
+		t.Fatalf("state %s after the stop, want stopped", l.state)
+	}
+}
+
+// A container that is not running declines an update: the reload replaces it.
+func TestStartFirstUpdateDeclinedWhenNotRunning(t *testing.T) {
+	l := newTestLoop(t, "always", startFirst)
+	into(t, l, stateBackoff)
+	if _, took := update(t, l, startFirst); took || l.state != stateBackoff {
+		t.Fatalf("took %v, state %s; a container in backoff must decline", took, l.state)
 	}
 }

@@ -116,6 +116,7 @@ const (
 	ReasonBackOff            Reason = "BackOff"            // the next start waits (next start in N s)
 	ReasonDeadlineExceeded   Reason = "DeadlineExceeded"   // max_run_ms passed: stopping
 	ReasonScheduleSkipped    Reason = "ScheduleSkipped"    // a scheduled time came while a run was going
+	ReasonUpdating           Reason = "Updating"           // a reload rolls out a changed spec start first
 	// ReasonOOMKilled is the reason of an exit the kernel's OOM killer caused; it is
 	// recorded once the exit handling can tell (the cgroup's memory.events).
 	ReasonOOMKilled Reason = "OOMKilled"

@@ -19,7 +19,8 @@ const specReadTimeout = 10 * time.Second
 // reload re-reads the spec and applies the difference (docs/reference.md "Reload"): unchanged
 // containers keep running untouched, a change of target_state alone stops or starts
 // the container, changed ones are stopped and started again with their init
-// commands, removed ones are stopped and destroyed, new ones start. An invalid spec
+// commands (running ones with update: start_first start the new process first, and
+// are stopped only once it is ready: startFirst), removed ones are stopped and destroyed, new ones start. An invalid spec
 // changes nothing and is shown in status as reload_error. The spec is read off the
 // main loop, which goes on supervising meanwhile; further reloads queue.
 func (sv *Supervisor) reload(req request) {
@@ -144,7 +145,13 @@ type reloadPlan struct {
 	list                           []*container.Container // the status list until the replaced ones are stopped
 	final                          []*container.Container // the running set afterwards, in spec order
 	targets                        []func()               // target_state changes of kept containers
+	// updates are replaced containers that may take their new spec start first.
+	updates []update
 }
+
+// update is a changed start_first container (old) and the one built for its new
+// spec (next), which replaces it only if old is not running.
+type update struct{ old, next *container.Container }
 
 // applyReload applies a loaded spec whose resources are in place.
 func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
@@ -172,8 +179,52 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 	for _, apply := range plan.targets {
 		apply()
 	}
+	sv.startFirst(plan)
 	sv.notify()
 	sv.stopReplaced(plan)
+}
+
+// startFirst hands each start_first update to its running container (SPEC §14.2),
+// which then keeps running, and is kept; one that is not running is replaced
+// stop-first.
+func (sv *Supervisor) startFirst(p *reloadPlan) {
+	for _, u := range p.updates {
+		if !u.old.Update(u.next) {
+			sv.log.Info().Str("container", u.old.Name()).Msg("reload: update start_first of a container that is not running: replaced stop-first")
+			continue
+		}
+		u.next.Discard()
+		p.final[slices.Index(p.final, u.next)] = u.old
+		p.replaced = slices.DeleteFunc(p.replaced, func(c *container.Container) bool { return c == u.old })
+		p.keep = append(p.keep, u.old)
+	}
+}
+
+// updatesStartFirst reports whether a reload may hand the changed spec cs to the
+// running container oc (update: start_first) instead of replacing it; the log says
+// why not when cs asks for it. What the new process does not take from the spec
+// alone stays with the container and must not have changed: its sockets (the new
+// process gets the old ones), its log file, cgroup limits and schedule.
+func (sv *Supervisor) updatesStartFirst(next *spec.Spec, oc *container.Container, cs *spec.Container) bool {
+	if cs.Update != spec.UpdateStartFirst || cs.TargetState != spec.TargetActive || oc.Status().StoppedByRequest {
+		return false
+	}
+	prev := oc.Spec()
+	why := ""
+	switch {
+	case !oc.Sockets().Same(container.NewSockets(next, cs)):
+		why = "its sockets changed"
+	case !reflect.DeepEqual(prev.Log, cs.Log):
+		why = "its log settings changed"
+	case !reflect.DeepEqual(prev.Limits, cs.Limits):
+		why = "its limits changed"
+	case prev.Schedule != cs.Schedule:
+		why = "its schedule changed"
+	default:
+		return true
+	}
+	sv.log.Info().Str("container", cs.Name).Str("why", why).Msg("reload: update start_first is not possible: replaced stop-first")
+	return false
 }
 
 // planReload compares next with the running containers and builds the new ones. On
@@ -217,6 +268,9 @@ func (sv *Supervisor) planReload(next *spec.Spec) (*reloadPlan, error) {
 			return nil, err
 		}
 		p.final = append(p.final, nc)
+		if oc != nil && sv.updatesStartFirst(next, oc, cs) {
+			p.updates = append(p.updates, update{old: oc, next: nc})
+		}
 		if oc != nil {
 			p.replaced = append(p.replaced, oc)
 			p.list = append(p.list, oc)

@@ -1,0 +1,193 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tend-sh/tend/status"
+)
+
+// update: start_first on a reload (SPEC §14.2): the changed spec's process starts
+// beside the running one, with the same sockets, and the old one stops only once the
+// new one is ready; a new version that fails leaves the old process and spec.
+
+// reloadSpec writes text as tend's spec ({DIR}, {SELF} and {ADDR} replaced) and
+// reloads it.
+func reloadSpec(t *testing.T, tp *tend, addr, text string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = strings.NewReplacer("{DIR}", tp.dir, "{SELF}", self, "{ADDR}", addr).Replace(text)
+	if err := os.WriteFile(filepath.Join(tp.dir, "spec.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := post(t, tp, "/v1/reload"); code != 200 {
+		t.Fatalf("reload: %d", code)
+	}
+}
+
+// serverPid is the pid the socket server started with file wrote there.
+func serverPid(t *testing.T, tp *tend, file string) int {
+	t.Helper()
+	pid, err := strconv.Atoi(strings.Fields(waitFile(t, 10*time.Second, filepath.Join(tp.dir, file)))[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// load connects to addr without pause until the returned function is called, which
+// reports how many connections were answered and the failures.
+func load(addr string) func() (int, []error) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var served int
+	var failures []error
+	go func() {
+		served, failures = hammer(addr, stop)
+		close(done)
+	}()
+	return func() (int, []error) {
+		close(stop)
+		<-done
+		return served, failures
+	}
+}
+
+// startFirstWeb is a start_first socket server that answers with its pid and writes
+// it to {DIR}/%s, beside a stop_first container (its command says %s).
+const startFirstWeb = `
+containers:
+  - name: web
+    command: ["{SELF}", "{DIR}/%s", "notify", "delay:300"]
+    sockets: [{listen: "{ADDR}"}]
+    update: start_first
+    readiness_probe: {notify: {}}
+  - name: other
+    command: [sleep, "%s"]
+`
+
+// A reload that changes the command of a start_first container under steady load
+// fails no connection: status shows the old process as old_pid while the new one
+// starts, and the new version answers afterwards. The stop_first container changed
+// by the same reloads is replaced as before: a new container (no restarts, never an
+// old_pid), not an update of the running one.
+func TestStartFirstReloadUnderLoad(t *testing.T) {
+	tp, addr := startSockets(t, fmt.Sprintf(startFirstWeb, "v0", "600"))
+	before := serverPid(t, tp, "v0")
+	tp.waitStatus(10*time.Second, "web ready", func(d status.Document) bool { return containerStatus(d, "web").Ready.True() })
+	finish := load(addr)
+	for v := 1; v <= 3; v++ {
+		time.Sleep(800 * time.Millisecond) // load between reloads
+		other := *containerStatus(mustStatus(t, tp), "other").Pid
+		reloadSpec(t, tp, addr, fmt.Sprintf(startFirstWeb, fmt.Sprintf("v%d", v), strconv.Itoa(600+v)))
+		tp.waitStatus(10*time.Second, "both processes of web in status", func(d status.Document) bool {
+			c := containerStatus(d, "web")
+			return c.OldPid != nil && *c.OldPid == before && c.Pid != nil && *c.Pid != before
+		})
+		next := serverPid(t, tp, fmt.Sprintf("v%d", v))
+		tp.waitStatus(10*time.Second, "the new version of web alone, other replaced", func(d status.Document) bool {
+			c, o := containerStatus(d, "web"), containerStatus(d, "other")
+			return c.Pid != nil && *c.Pid == next && c.OldPid == nil && c.Ready.True() &&
+				o.Pid != nil && *o.Pid != other && o.OldPid == nil && o.Restarts == 0
+		})
+		if got, err := ask(addr); err != nil || got != next {
+			t.Fatalf("after reload %d answered by %d (%v), want the new version %d", v, got, err, next)
+		}
+		before = next
+	}
+	time.Sleep(500 * time.Millisecond)
+	served, failures := finish()
+	if len(failures) > 0 {
+		t.Fatalf("%d connections answered, %d failed; first: %v", served, len(failures), failures[0])
+	}
+	if served < 1000 {
+		t.Fatalf("%d connections answered; want thousands", served)
+	}
+	t.Logf("%d connections answered through 3 reloads", served)
+	termAndWait(t, tp, 10*time.Second)
+}
+
+// A reload to a broken version of a start_first container (one that exits at once,
+// one that never passes its short startup probe) keeps the old process serving with
+// the old spec, fails no connection, and last_exit and the log say why. The reload
+// still counts as applied: a reload back to the old spec changes nothing.
+func TestStartFirstReloadBrokenVersionKeepsTheOld(t *testing.T) {
+	for _, tc := range []struct{ name, lines, want string }{
+		{"exits at once", `    command: [sh, -c, "echo broken >&2; exit 3"]`,
+			"the new process failed (exit code 3); the old one keeps running with the old spec"},
+		{"never ready", `    command: [sleep, "600"]
+    startup_probe: {exec: {command: ["false"]}, failure_threshold: 3, time_limit: {initial_delay_ms: 0, min_restart_period_ms: 100, max_restart_period_ms: 100}}`,
+			"the new process failed (startup probe failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { reloadBroken(t, tc.lines, tc.want) })
+	}
+}
+
+// oldVersion is the working version of TestStartFirstReloadBrokenVersionKeepsTheOld.
+const oldVersion = `
+containers:
+  - name: web
+    command: ["{SELF}", "{DIR}/env", "notify"]
+    sockets: [{listen: "{ADDR}"}]
+    update: start_first
+    readiness_probe: {notify: {}}
+`
+
+// reloadBroken reloads the old version with its command replaced by lines, under
+// load, and checks that the old process and spec stay; last_exit says want.
+func reloadBroken(t *testing.T, lines, want string) {
+	tp, addr := startSockets(t, oldVersion)
+	pid := serverPid(t, tp, "env")
+	tp.waitStatus(10*time.Second, "web ready", func(d status.Document) bool { return containerStatus(d, "web").Ready.True() })
+	revision := mustStatus(t, tp).Revision
+	finish := load(addr)
+	time.Sleep(300 * time.Millisecond)
+	broken := strings.Replace(oldVersion, `    command: ["{SELF}", "{DIR}/env", "notify"]`, lines, 1)
+	reloadSpec(t, tp, addr, broken)
+	doc := tp.waitStatus(10*time.Second, "the failed new version in last_exit", func(d status.Document) bool {
+		return containerStatus(d, "web").LastExit != nil
+	})
+	c := containerStatus(doc, "web")
+	if !strings.Contains(c.LastExit.Reason, want) {
+		t.Fatalf("last_exit %+v, want %q", c.LastExit, want)
+	}
+	time.Sleep(500 * time.Millisecond) // a restart loop would show by now
+	served, failures := finish()
+	if len(failures) > 0 || served == 0 {
+		t.Fatalf("%d connections answered, %d failed; first: %v", served, len(failures), failures)
+	}
+	doc = mustStatus(t, tp)
+	c = containerStatus(doc, "web")
+	if c.State != status.Running || c.Pid == nil || *c.Pid != pid || c.OldPid != nil || c.Restarts != 1 {
+		t.Fatalf("state %s, pid %v, old_pid %v, restarts %d; want running, the old pid %d, 1 start of the new", c.State, c.Pid, c.OldPid, c.Restarts, pid)
+	}
+	if doc.Revision == revision || doc.ReloadError != "" {
+		t.Errorf("revision %s (before %s), reload_error %q; want the reload applied", doc.Revision, revision, doc.ReloadError)
+	}
+	if got, err := ask(addr); err != nil || got != pid {
+		t.Fatalf("answered by %d (%v), want the old process %d", got, err, pid)
+	}
+	if !strings.Contains(tp.stderr.String(), "keeping the old process") {
+		t.Errorf("the log does not say the old process was kept")
+	}
+	// The container runs the old spec: reloading it is no change.
+	reloadSpec(t, tp, addr, oldVersion)
+	tp.waitStatus(10*time.Second, "the reload back applied", func(d status.Document) bool { return d.Revision != doc.Revision })
+	time.Sleep(300 * time.Millisecond) // a rollout would have started by now
+	if c := containerStatus(mustStatus(t, tp), "web"); c.Pid == nil || *c.Pid != pid || c.Restarts != 1 {
+		t.Fatalf("restarts %d after reloading the old spec (pid changed: %v); want the old process %d untouched", c.Restarts, c.Pid == nil || *c.Pid != pid, pid)
+	}
+	if err := syscall.Kill(tp.hostPid(pid), 0); err != nil {
+		t.Fatalf("the old process is gone: %v", err)
+	}
+	termAndWait(t, tp, 10*time.Second)
+}
