@@ -17,21 +17,19 @@ import (
 const killRecheck = 10 * time.Millisecond
 
 // Kill ends every process in the group, however it was started (setsid, double fork),
-// and returns when the group is empty or ctx ends (SPEC §12.3). On v2 the kernel kills
-// them all at once (cgroup.kill, Linux 5.14); elsewhere the group is frozen so nothing in
-// it can fork, every process gets SIGKILL, and it is thawed so they die, until empty.
+// and returns when the group is empty or ctx ends (SPEC §12.3). On v2 and a hybrid host
+// the kernel kills them all at once in the cgroup2 group (cgroup.kill, Linux 5.14);
+// elsewhere the group is frozen so nothing in it can fork, every process gets SIGKILL,
+// and it is thawed so they die, until empty.
 func (g *Group) Kill(ctx context.Context) error {
-	switch g.mode {
-	case ModeOff:
+	if g.mode == ModeOff {
 		return nil
-	case ModeV2:
-		dir := g.places[0].dir
-		if exists(filepath.Join(dir, "cgroup.kill")) {
-			if err := writeFile(dir, "cgroup.kill", "1"); err != nil {
-				return fmt.Errorf("kill cgroup %s: %w", g.path, err)
-			}
-			return waitEmpty(ctx, dir)
+	}
+	if dir := g.member(); dir != "" && exists(filepath.Join(dir, "cgroup.kill")) {
+		if err := writeFile(dir, "cgroup.kill", "1"); err != nil {
+			return fmt.Errorf("kill cgroup %s: %w", g.path, err)
 		}
+		return waitEmpty(ctx, dir)
 	}
 	return g.freezeKill(ctx)
 }
@@ -118,11 +116,12 @@ func (g *Group) freezeKill(ctx context.Context) error {
 	}
 }
 
-// freeze freezes or thaws the group, where a freezer is (cgroup.freeze on v2, the
-// freezer hierarchy on v1). Without one the loop in freezeKill still ends, by rounds.
+// freeze freezes or thaws the group, where a freezer is (cgroup.freeze on v2 and a
+// hybrid host, the freezer hierarchy on v1). Without one the loop in freezeKill still
+// ends, by rounds.
 func (g *Group) freeze(on bool) {
-	if g.mode == ModeV2 {
-		if dir := g.places[0].dir; exists(filepath.Join(dir, "cgroup.freeze")) {
+	if dir := g.member(); dir != "" {
+		if exists(filepath.Join(dir, "cgroup.freeze")) {
 			writeFile(dir, "cgroup.freeze", map[bool]string{true: "1", false: "0"}[on])
 		}
 		return

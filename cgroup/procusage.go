@@ -22,27 +22,54 @@ func UsageFromProc(pgid int, root string) (Usage, error) {
 	if err != nil {
 		return Usage{}, fmt.Errorf("usage of process group %d: %w", pgid, err)
 	}
-	var u Usage
-	var ticks, pages int64
+	var sum statSum
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(root, "proc", e.Name(), "stat"))
-		if err != nil {
-			continue // exited meanwhile
+		if st, ok := readStat(filepath.Join(root, "proc", e.Name())); ok && st.pgrp == pgid {
+			sum.add(st)
 		}
-		st, ok := parseStat(string(data))
-		if !ok || st.pgrp != pgid {
-			continue
-		}
-		ticks += st.ticks
-		pages += st.rssPages
-		u.Pids += st.threads
 	}
-	u.CPUSeconds = float64(ticks) / clockTicks
-	u.MemoryBytes = pages * int64(os.Getpagesize())
-	return u, nil
+	return sum.usage(), nil
+}
+
+// usageOfPids is UsageFromProc over the processes pids, with /proc at procDir: the
+// memory and pids of a hybrid host's group that joined no v1 memory or pids group.
+func usageOfPids(procDir string, pids []int) Usage {
+	var sum statSum
+	for _, pid := range pids {
+		if st, ok := readStat(filepath.Join(procDir, strconv.Itoa(pid))); ok {
+			sum.add(st)
+		}
+	}
+	return sum.usage()
+}
+
+// readStat reads and parses dir/stat; false when the process exited meanwhile.
+func readStat(dir string) (procStat, bool) {
+	data, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return procStat{}, false
+	}
+	return parseStat(string(data))
+}
+
+// statSum adds up the processes' /proc/PID/stat.
+type statSum struct{ ticks, pages, threads int64 }
+
+func (s *statSum) add(st procStat) {
+	s.ticks += st.ticks
+	s.pages += st.rssPages
+	s.threads += st.threads
+}
+
+func (s statSum) usage() Usage {
+	return Usage{
+		CPUSeconds:  float64(s.ticks) / clockTicks,
+		MemoryBytes: s.pages * int64(os.Getpagesize()),
+		Pids:        s.threads,
+	}
 }
 
 type procStat struct {

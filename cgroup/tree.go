@@ -35,9 +35,11 @@ const (
 // accounting (cpuacct) and a kill that no fork escapes (freezer).
 var v1Controllers = []string{"cpu", "cpuacct", "memory", "pids", "freezer"}
 
-// v2Controllers are enabled for the groups where the parent offers them. cpuacct and
-// freezer are built into every v2 cgroup (cpu.stat, cgroup.freeze).
-var v2Controllers = []string{"cpu", "memory", "pids"}
+// limitControllers are the controllers that carry limits. On v2 they are enabled for
+// the groups where the parent offers them (cpuacct and freezer are built into every v2
+// cgroup: cpu.stat, cgroup.freeze); on a hybrid host a container joins their v1
+// hierarchies only for the limits it has.
+var limitControllers = []string{"cpu", "memory", "pids"}
 
 // place is one cgroup directory on disk and the controllers that act on it: on v2 one
 // place holds every controller; on v1 each hierarchy is a place.
@@ -48,20 +50,24 @@ type place struct {
 
 // Tree is where tend creates the cgroups of its containers: its starting cgroup in every
 // hierarchy it uses (SPEC §12.1). Mode is ModeOff, with Reason saying why, where it cannot.
+// A hybrid host is ModeV1 (its controllers, so its limits, are v1) with unified set.
 type Tree struct {
-	Mode   Mode
-	Reason string // why Mode is ModeOff
-	start  string // tend's starting cgroup as /proc/self/cgroup shows it (v1: memory's)
-	places []place
-	locks  []int // flocked <start>/containers directories, held for tend's life
+	Mode    Mode
+	Reason  string // why Mode is ModeOff
+	start   string // tend's starting cgroup as /proc/self/cgroup shows it (v1: memory's; hybrid: unified's)
+	places  []place
+	unified string // hybrid: tend's starting cgroup's directory in the cgroup2 hierarchy
+	locks   []int  // flocked <start>/containers directories, held for tend's life
 }
 
 // Open decides where tend can create cgroups, for want "auto", "required" or "off", from
 // /proc/self/cgroup and /sys/fs/cgroup under root ("/" in production). On cgroup v2 it
 // moves the process self into the leaf <start>/tend and enables the cpu, memory and pids
-// controllers below <start>, <start>/containers and <start>/init. A hybrid host (v1
-// controllers and a controller-less cgroup2 at /sys/fs/cgroup/unified) uses v1. Where it
-// cannot, the tree is ModeOff with a Reason; that is an error only when want is "required".
+// controllers below <start>, <start>/containers and <start>/init. On cgroup v1 it uses
+// the v1 hierarchies, and on a hybrid host (v1 controllers and a controller-less cgroup2
+// at /sys/fs/cgroup/unified) the cgroup2 one as well, for membership (see openUnified).
+// Where it cannot, the tree is ModeOff with a Reason; that is an error only when want is
+// "required".
 func Open(root, want string, self int) (*Tree, error) {
 	var t *Tree
 	switch want {
@@ -106,7 +112,32 @@ func detect(root string, self int) *Tree {
 		}
 		return off(err.Error())
 	}
+	t.openUnified(filepath.Join(mount, "unified"), paths[""])
 	return t
+}
+
+// openUnified makes a v1 tree hybrid where a cgroup2 hierarchy is mounted at mount and
+// tend's starting cgroup there (start) is writable: every process of a container then
+// starts in <start>/containers/NAME of that hierarchy by clone3's CLONE_INTO_CGROUP,
+// which migrates nothing, is killed from there (cgroup.kill) and has its CPU time there
+// (cpu.stat). Only a container with limits also joins the v1 hierarchies of those
+// limits, through the exec shim: each v1 migration waits for an RCU grace period, about
+// 14 ms on a loaded host. Where the cgroup2 hierarchy cannot be used (absent, read-only,
+// another tend's lock) the tree stays plain v1, which works without it.
+func (t *Tree) openUnified(mount, start string) {
+	if start == "" || !exists(filepath.Join(mount, "cgroup.controllers")) || readOnly(mount) {
+		return
+	}
+	dir := onDisk(mount, start)
+	if unix.Access(dir, unix.W_OK) != nil || mkdir(filepath.Join(dir, KindInit)) != nil {
+		return
+	}
+	lock, err := lockContainers(dir)
+	if err != nil {
+		return
+	}
+	t.locks = append(t.locks, lock)
+	t.start, t.unified = path.Clean("/"+start), dir
 }
 
 // openV2 makes mount/start tend's tree. cgroup v2 lets only leaves hold processes once
@@ -152,7 +183,7 @@ func openV2(mount, start string, self int) (*Tree, error) {
 // refused, e.g. a threaded cgroup), each is tried alone.
 func enable(dir string, offered []string) []string {
 	var want []string
-	for _, c := range v2Controllers {
+	for _, c := range limitControllers {
 		if slices.Contains(offered, c) {
 			want = append(want, c)
 		}
@@ -213,6 +244,8 @@ func openV1(root string, paths map[string]string) (*Tree, error) {
 	return nil, errors.New("no cgroup hierarchy under /sys/fs/cgroup")
 }
 
+func isLimit(controller string) bool { return slices.Contains(limitControllers, controller) }
+
 func (t *Tree) placeOf(dir string) int {
 	for i, p := range t.places {
 		if p.dir == dir {
@@ -250,7 +283,13 @@ func (t *Tree) Group(kind, name string) (*Group, error) {
 		return g, nil
 	}
 	g.path = path.Join(t.start, kind, name)
+	if t.unified != "" {
+		g.unified = filepath.Join(t.unified, kind, name)
+	}
 	for _, p := range t.places {
+		if t.unified != "" && !slices.ContainsFunc(p.controllers, isLimit) {
+			continue // hybrid: cpuacct and freezer are the cgroup2 group's cpu.stat and cgroup.kill
+		}
 		g.places = append(g.places, place{filepath.Join(p.dir, kind, name), p.controllers})
 	}
 	if err := g.create(); err != nil {
@@ -264,11 +303,18 @@ func (t *Tree) Group(kind, name string) (*Group, error) {
 func (t *Tree) Close() error {
 	defer t.unlock()
 	var errs []error
+	dirs := []string{t.unified}
 	for _, p := range t.places {
+		dirs = append(dirs, p.dir)
+	}
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
 		for _, kind := range []string{KindContainers, KindInit} {
-			err := unix.Rmdir(filepath.Join(p.dir, kind))
+			err := unix.Rmdir(filepath.Join(dir, kind))
 			if err != nil && err != unix.ENOENT && err != unix.EBUSY && err != unix.ENOTEMPTY {
-				errs = append(errs, fmt.Errorf("remove %s: %w", filepath.Join(p.dir, kind), err))
+				errs = append(errs, fmt.Errorf("remove %s: %w", filepath.Join(dir, kind), err))
 			}
 		}
 	}
