@@ -98,13 +98,17 @@ func TestHybridKillAndUsage(t *testing.T) {
 	defer tree.Close()
 	g, _ := tree.Group(KindContainers, "web")
 	dir := filepath.Join(unified, "containers/web")
-	writeFixture(t, filepath.Join(dir, "cgroup.kill"), "")
-	writeFixture(t, filepath.Join(dir, "cgroup.events"), "populated 0\n")
-	if err := g.Kill(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if got := readString(t, filepath.Join(dir, "cgroup.kill")); got != "1" {
-		t.Errorf("cgroup2 cgroup.kill = %q, want 1", got)
+	// Kill freezes the cgroup2 group, which holds every process.
+	sleep := exec.Command("sleep", "100")
+	startCmd(t, sleep)
+	go sleep.Wait()
+	writeFixture(t, filepath.Join(dir, "cgroup.freeze"), "0")
+	writeFixture(t, filepath.Join(dir, "cgroup.procs"), itoa(int64(sleep.Process.Pid))+"\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	g.Kill(ctx) // the fake cgroup.procs keeps the pid: Kill ends by ctx
+	if alive(sleep.Process.Pid) || readString(t, filepath.Join(dir, "cgroup.freeze")) != "0" {
+		t.Error("Kill did not kill the process listed in the cgroup2 group, or left it frozen")
 	}
 	// Without v1 groups: CPU from cpu.stat, memory and pids from /proc over cgroup.procs.
 	writeFixture(t, filepath.Join(dir, "cpu.stat"), "usage_usec 1500000\nuser_usec 1000000\n")
@@ -201,6 +205,7 @@ func TestHybridRealPlacementByFDAndKill(t *testing.T) {
 	if got := populated(readString(t, filepath.Join(g.unified, "cgroup.events"))); got != "0" {
 		t.Errorf("populated = %q after Kill", got)
 	}
+	testNextRunStarts(t, g)
 }
 
 // A group with a memory limit also joins the v1 memory group, through the shim: the

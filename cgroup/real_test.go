@@ -338,10 +338,21 @@ func testV2Kill(t *testing.T, g *Group) {
 	cmd.Wait()
 	for _, pid := range pids {
 		if alive(pid) {
-			t.Errorf("pid %d survived cgroup.kill", pid)
+			t.Errorf("pid %d survived the kill", pid)
 		}
 	}
+	testNextRunStarts(t, g)
 	if err := g.Remove(); err != nil || exists(dir) {
 		t.Errorf("Remove = %v; %s exists: %v", err, dir, exists(dir))
+	}
+}
+
+// testNextRunStarts starts a process into g by clone3 after a Kill, as a container's
+// next run: it must run (a cgroup.kill would have made the kernel kill it at birth).
+func testNextRunStarts(t *testing.T, g *Group) {
+	cmd := exec.Command("true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: g.FD()}
+	if err := cmd.Run(); err != nil {
+		t.Errorf("a process started into the group after Kill: %v, want it to run", err)
 	}
 }
