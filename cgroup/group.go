@@ -27,14 +27,16 @@ type Group struct {
 	places  []place
 	unified string  // hybrid: the group in the cgroup2 hierarchy, which holds every process
 	joined  []place // hybrid: the places of places that SetLimits made, for its limits
+	tree    *Tree   // hybrid: makes <start>/containers and /init of v1 at the first limit
 	fd      int     // v2, hybrid: the open directory, for clone3's CLONE_INTO_CGROUP
 }
 
 // create makes the group's directories. One that exists was left by a tend that crashed
 // (its processes may live on): it is killed and made anew so no old limit stays. If it
 // cannot be removed (it has children of its own) it is reused as it is. On a hybrid host
-// only the cgroup2 group is made here (the v1 ones by SetLimits, for a limit), and v1
-// groups a crash left are removed: their processes were in the cgroup2 one too.
+// only the cgroup2 group is made here (the v1 ones by SetLimits, for a limit); with a
+// leftover cgroup2 group the v1 groups of the crash go too (their processes were in
+// the cgroup2 one, and are killed).
 func (g *Group) create() error {
 	dirs := []string{g.unified}
 	if g.unified == "" {
@@ -44,13 +46,14 @@ func (g *Group) create() error {
 		}
 	}
 	for _, dir := range dirs {
-		if err := g.mkdirFresh(dir); err != nil {
+		leftover, err := g.mkdirFresh(dir)
+		if err != nil {
 			return err
 		}
-	}
-	if g.unified != "" {
-		for _, p := range g.places {
-			unix.Rmdir(p.dir)
+		if leftover && g.unified != "" {
+			for _, p := range g.places {
+				unix.Rmdir(p.dir)
+			}
 		}
 	}
 	dir := g.member()
@@ -65,21 +68,23 @@ func (g *Group) create() error {
 	return nil
 }
 
-// mkdirFresh creates dir, killing and removing a leftover first (see create).
-func (g *Group) mkdirFresh(dir string) error {
-	err := os.Mkdir(dir, 0o755)
-	if errors.Is(err, fs.ErrExist) {
-		ctx, cancel := context.WithTimeout(context.Background(), leftoverKillTimeout)
-		err = g.Kill(ctx)
-		cancel()
-		if err == nil && unix.Rmdir(dir) == nil {
-			err = os.Mkdir(dir, 0o755)
-		}
+// mkdirFresh creates dir, killing and removing a leftover first (see create), and says
+// whether there was one.
+func (g *Group) mkdirFresh(dir string) (leftover bool, err error) {
+	err = os.Mkdir(dir, 0o755)
+	if !errors.Is(err, fs.ErrExist) {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), leftoverKillTimeout)
+	err = g.Kill(ctx)
+	cancel()
+	if err == nil && unix.Rmdir(dir) == nil {
+		err = os.Mkdir(dir, 0o755)
 	}
 	if err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
+		return true, err
 	}
-	return nil
+	return true, nil
 }
 
 // member is the directory of the cgroup2 group, which holds every process of the

@@ -38,6 +38,11 @@ func TestHybridJoinsV1OnlyForLimits(t *testing.T) {
 	if err != nil || tree.Mode != ModeV1 {
 		t.Fatalf("Open = %+v, %v; want mode v1 (hybrid)", tree, err)
 	}
+	for _, list := range []string{"memory", "pids", "cpu,cpuacct", "freezer"} {
+		if exists(filepath.Join(v1, list, "pod/containers")) {
+			t.Errorf("v1 %s: <start>/containers made before a limit needs it", list)
+		}
+	}
 	plain, err := tree.Group(KindContainers, "plain")
 	if err != nil {
 		t.Fatal(err)
@@ -62,8 +67,11 @@ func TestHybridJoinsV1OnlyForLimits(t *testing.T) {
 	if got := readString(t, filepath.Join(v1, "memory/pod/containers/web/memory.limit_in_bytes")); got != "67108864" {
 		t.Errorf("memory.limit_in_bytes = %q", got)
 	}
-	if exists(filepath.Join(v1, "pids/pod/containers/web")) || exists(filepath.Join(v1, "freezer/pod/containers/web")) {
+	if exists(filepath.Join(v1, "pids/pod/containers")) || exists(filepath.Join(v1, "freezer/pod/containers")) {
 		t.Error("web: a v1 group made for a controller without a limit")
+	}
+	if !exists(filepath.Join(v1, "memory/pod/init")) {
+		t.Error("the first memory limit did not make <start>/init in v1 memory")
 	}
 	// A fake tree's limit files keep web's directories: plain's go.
 	if err := plain.Remove(); err != nil || exists(filepath.Join(unified, "containers/plain")) {
@@ -72,23 +80,25 @@ func TestHybridJoinsV1OnlyForLimits(t *testing.T) {
 	tree.Close()
 }
 
-// Another tend's lock on the cgroup2 <start>/containers leaves this one plain v1, which
-// needs nothing of the cgroup2 hierarchy.
-func TestHybridLockedUnifiedFallsBackToV1(t *testing.T) {
-	root, _, unified := fakeHybrid(t)
-	lock, err := lockContainers(unified)
-	if err != nil {
-		t.Fatal(err)
+// A second tend in the same cgroups is off (the flock rule on the cgroup2
+// <start>/containers); the first's v1 groups, made at its first limit, are locked too.
+func TestHybridSecondTreeIsOff(t *testing.T) {
+	root, v1, unified := fakeHybrid(t)
+	first, err := Open(root, "auto", 1)
+	if err != nil || first.unified == "" {
+		t.Fatalf("first Open = %+v, %v; want hybrid", first, err)
 	}
-	defer syscall.Close(lock)
-	tree, err := Open(root, "auto", 1)
-	if err != nil || tree.Mode != ModeV1 || tree.unified != "" {
-		t.Fatalf("Open = %+v, %v; want plain v1", tree, err)
+	defer first.Close()
+	want := "another tend uses " + filepath.Join(unified, "containers")
+	if second, err := Open(root, "auto", 2); err != nil || second.Mode != ModeOff || second.Reason != want {
+		t.Errorf("second Open = %+v, %v; want off, %q", second, err, want)
 	}
-	defer tree.Close()
-	g, _ := tree.Group(KindContainers, "web")
-	if g.FD() != -1 || len(g.ProcsFiles()) != 4 {
-		t.Errorf("FD %d ProcsFiles %v; want -1 and every v1 hierarchy", g.FD(), g.ProcsFiles())
+	g, _ := first.Group(KindContainers, "web")
+	if errs := g.SetLimits(Limits{Memory: 1 << 30}); errs != nil {
+		t.Fatal(errs)
+	}
+	if _, err := lockContainers(filepath.Join(v1, "memory/pod")); err == nil || !strings.Contains(err.Error(), "another tend uses") {
+		t.Errorf("lock of v1 memory <start>/containers after the first limit = %v, want held", err)
 	}
 }
 
@@ -144,7 +154,7 @@ func realHybridTree(t *testing.T) *Tree {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(filepath.Join(mount, start)) })
-	tree, err := openV1("/", paths)
+	tree, err := openV1("/", paths, limitControllers, true)
 	if err != nil {
 		t.Fatal(err)
 	}

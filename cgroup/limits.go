@@ -47,9 +47,13 @@ func (g *Group) SetLimits(l Limits) []LimitError {
 		if len(limited) == 0 {
 			continue
 		}
-		if err := mkdir(p.dir); err != nil {
+		err := g.tree.makeKinds(filepath.Dir(filepath.Dir(p.dir))) // <start>/<kind>/<name>
+		if err == nil {
+			err = mkdir(p.dir)
+		}
+		if err != nil {
 			for _, c := range limited {
-				errs = append(errs, LimitError{c, fmt.Errorf("create %s: %w", p.dir, err)})
+				errs = append(errs, LimitError{c, fmt.Errorf("cgroup %s: %w", p.dir, err)})
 				l = l.without(c)
 			}
 			continue

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,7 +58,10 @@ type Tree struct {
 	start   string // tend's starting cgroup as /proc/self/cgroup shows it (v1: memory's; hybrid: unified's)
 	places  []place
 	unified string // hybrid: tend's starting cgroup's directory in the cgroup2 hierarchy
-	locks   []int  // flocked <start>/containers directories, held for tend's life
+
+	mu    sync.Mutex
+	made  map[string]error // hybrid: v1 starts whose containers and init makeKinds made
+	locks []int            // flocked <start>/containers directories, held for tend's life
 }
 
 // Open decides where tend can create cgroups, for want "auto", "required" or "off", from
@@ -105,39 +109,73 @@ func detect(root string, self int) *Tree {
 		}
 		return t
 	}
-	t, err := openV1(root, paths)
+	unified, start := filepath.Join(mount, "unified"), paths[""]
+	controllers := v1Controllers
+	if usable(unified, start) {
+		// Hybrid: cpuacct and freezer are the cgroup2 group's cpu.stat and cgroup.freeze.
+		controllers = limitControllers
+	}
+	hybrid := len(controllers) < len(v1Controllers)
+	t, err := openV1(root, paths, controllers, hybrid)
+	if err == nil && hybrid {
+		err = t.openUnified(unified, start)
+	}
 	if err != nil {
 		if readOnly(mount) {
 			return off("/sys/fs/cgroup is read-only")
 		}
 		return off(err.Error())
 	}
-	t.openUnified(filepath.Join(mount, "unified"), paths[""])
 	return t
 }
 
-// openUnified makes a v1 tree hybrid where a cgroup2 hierarchy is mounted at mount and
-// tend's starting cgroup there (start) is writable: every process of a container then
-// starts in <start>/containers/NAME of that hierarchy by clone3's CLONE_INTO_CGROUP,
-// which migrates nothing, is killed from there (cgroup.kill) and has its CPU time there
+// usable says whether a cgroup2 hierarchy is mounted at mount with tend's starting
+// cgroup there, start, writable.
+func usable(mount, start string) bool {
+	return start != "" && exists(filepath.Join(mount, "cgroup.controllers")) && !readOnly(mount) &&
+		unix.Access(onDisk(mount, start), unix.W_OK) == nil
+}
+
+// openUnified makes a v1 tree hybrid with the cgroup2 hierarchy at mount, where tend
+// started in start (see usable): every process of a container then starts in
+// <start>/containers/NAME of that hierarchy by clone3's CLONE_INTO_CGROUP, which
+// migrates nothing, is killed from there (cgroup.freeze) and has its CPU time there
 // (cpu.stat). Only a container with limits also joins the v1 hierarchies of those
 // limits, through the exec shim: each v1 migration waits for an RCU grace period, about
-// 14 ms on a loaded host. Where the cgroup2 hierarchy cannot be used (absent, read-only,
-// another tend's lock) the tree stays plain v1, which works without it.
-func (t *Tree) openUnified(mount, start string) {
-	if start == "" || !exists(filepath.Join(mount, "cgroup.controllers")) || readOnly(mount) {
-		return
-	}
+// 14 ms on a loaded host.
+func (t *Tree) openUnified(mount, start string) error {
 	dir := onDisk(mount, start)
-	if unix.Access(dir, unix.W_OK) != nil || mkdir(filepath.Join(dir, KindInit)) != nil {
-		return
+	if err := mkdir(filepath.Join(dir, KindInit)); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Join(dir, KindInit), err)
 	}
 	lock, err := lockContainers(dir)
 	if err != nil {
-		return
+		return err
 	}
 	t.locks = append(t.locks, lock)
 	t.start, t.unified = path.Clean("/"+start), dir
+	t.made = map[string]error{}
+	return nil
+}
+
+// makeKinds makes <start>/containers and <start>/init in the v1 hierarchy at start and
+// takes its lock, once, for a hybrid tree: the first container with a limit there.
+// Containers are opened one at a time, but a reload may open one while another runs.
+func (t *Tree) makeKinds(start string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err, ok := t.made[start]; ok {
+		return err
+	}
+	err := errors.Join(mkdir(filepath.Join(start, KindContainers)), mkdir(filepath.Join(start, KindInit)))
+	if err == nil {
+		var lock int
+		if lock, err = lockContainers(start); err == nil {
+			t.locks = append(t.locks, lock)
+		}
+	}
+	t.made[start] = err
+	return err
 }
 
 // openV2 makes mount/start tend's tree. cgroup v2 lets only leaves hold processes once
@@ -200,13 +238,15 @@ func enable(dir string, offered []string) []string {
 	return took
 }
 
-// openV1 uses every v1 hierarchy of v1Controllers that is mounted and where tend can
+// openV1 uses every v1 hierarchy of controllers that is mounted and where tend can
 // create <start>/containers and <start>/init (as root). Unlike v2, a v1 cgroup may hold
-// processes and children at once, so tend stays where it started.
-func openV1(root string, paths map[string]string) (*Tree, error) {
+// processes and children at once, so tend stays where it started. lazy (hybrid) only
+// checks that <start> is writable: containers and init are made at the first limit that
+// needs them (Tree.makeKinds), as a v1 memory cgroup takes about 0.1 ms to make.
+func openV1(root string, paths map[string]string, controllers []string, lazy bool) (*Tree, error) {
 	t := &Tree{Mode: ModeV1}
 	var firstErr error
-	for _, c := range v1Controllers {
+	for _, c := range controllers {
 		mount := v1Mount(root, paths, c)
 		if !exists(filepath.Join(mount, "cgroup.procs")) {
 			continue
@@ -217,17 +257,24 @@ func openV1(root string, paths map[string]string) (*Tree, error) {
 			t.places[i].controllers = append(t.places[i].controllers, c)
 			continue
 		}
-		err := errors.Join(mkdir(filepath.Join(dir, KindContainers)), mkdir(filepath.Join(dir, KindInit)))
-		if err != nil {
-			firstErr = cmp.Or(firstErr, err)
-			continue
+		if lazy {
+			if err := unix.Access(dir, unix.W_OK); err != nil {
+				firstErr = cmp.Or(firstErr, error(&fs.PathError{Op: "access", Path: dir, Err: err}))
+				continue
+			}
+		} else {
+			err := errors.Join(mkdir(filepath.Join(dir, KindContainers)), mkdir(filepath.Join(dir, KindInit)))
+			if err != nil {
+				firstErr = cmp.Or(firstErr, err)
+				continue
+			}
+			lock, err := lockContainers(dir)
+			if err != nil {
+				t.unlock()
+				return nil, err
+			}
+			t.locks = append(t.locks, lock)
 		}
-		lock, err := lockContainers(dir)
-		if err != nil {
-			t.unlock()
-			return nil, err
-		}
-		t.locks = append(t.locks, lock)
 		t.places = append(t.places, place{dir, []string{c}})
 		if t.start == "" || c == "memory" {
 			t.start = path.Clean("/" + start)
@@ -243,8 +290,6 @@ func openV1(root string, paths map[string]string) (*Tree, error) {
 	}
 	return nil, errors.New("no cgroup hierarchy under /sys/fs/cgroup")
 }
-
-func isLimit(controller string) bool { return slices.Contains(limitControllers, controller) }
 
 func (t *Tree) placeOf(dir string) int {
 	for i, p := range t.places {
@@ -284,12 +329,9 @@ func (t *Tree) Group(kind, name string) (*Group, error) {
 	}
 	g.path = path.Join(t.start, kind, name)
 	if t.unified != "" {
-		g.unified = filepath.Join(t.unified, kind, name)
+		g.unified, g.tree = filepath.Join(t.unified, kind, name), t
 	}
 	for _, p := range t.places {
-		if t.unified != "" && !slices.ContainsFunc(p.controllers, isLimit) {
-			continue // hybrid: cpuacct and freezer are the cgroup2 group's cpu.stat and cgroup.kill
-		}
 		g.places = append(g.places, place{filepath.Join(p.dir, kind, name), p.controllers})
 	}
 	if err := g.create(); err != nil {
@@ -301,11 +343,15 @@ func (t *Tree) Group(kind, name string) (*Group, error) {
 // Close removes <start>/containers and <start>/init where they are empty and releases
 // the lock on <start>/containers. tend stays in its leaf: it is exiting.
 func (t *Tree) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	defer t.unlock()
 	var errs []error
 	dirs := []string{t.unified}
 	for _, p := range t.places {
-		dirs = append(dirs, p.dir)
+		if err, ok := t.made[p.dir]; t.unified == "" || (ok && err == nil) {
+			dirs = append(dirs, p.dir) // hybrid: only those it made (and locked)
+		}
 	}
 	for _, dir := range dirs {
 		if dir == "" {
