@@ -110,21 +110,22 @@ func detect(root string, self int) *Tree {
 		return t
 	}
 	unified, start := filepath.Join(mount, "unified"), paths[""]
-	controllers := v1Controllers
-	if usable(unified, start) {
-		// Hybrid: cpuacct and freezer are the cgroup2 group's cpu.stat and cgroup.freeze.
+	hybrid, controllers := usable(unified, start), v1Controllers
+	if hybrid {
+		// cpuacct and freezer are the cgroup2 group's cpu.stat and cgroup.freeze.
 		controllers = limitControllers
 	}
-	hybrid := len(controllers) < len(v1Controllers)
 	t, err := openV1(root, paths, controllers, hybrid)
-	if err == nil && hybrid {
-		err = t.openUnified(unified, start)
-	}
 	if err != nil {
 		if readOnly(mount) {
 			return off("/sys/fs/cgroup is read-only")
 		}
 		return off(err.Error())
+	}
+	if hybrid {
+		if err := t.openUnified(unified, start); err != nil {
+			return off(err.Error())
+		}
 	}
 	return t
 }
