@@ -54,20 +54,7 @@ containers:
     command: "sh -c 'cat /proc/self/cgroup > {DIR}/plain.tmp && mv {DIR}/plain.tmp {DIR}/plain.cg; exec sleep 600'"
 `, runOpts{cgroup: cg})
 	hybrid := cg.dir(unified) != ""
-	for _, c := range append([]string{unified}, testControllers...) {
-		if c == unified && !hybrid {
-			continue
-		}
-		base := cg.path(c)
-		for file, want := range map[string]string{"setup.cg": "/init/setup", "init.cg": "/containers/web", "web.cg": "/containers/web", "probe.cg": "/containers/web"} {
-			if hybrid && c != unified && (file == "setup.cg" || c == "cpuacct" || c == "freezer") {
-				want = "" // v1 is joined only for a limit: the setup init container has none
-			}
-			if got := cgroupLine(t, filepath.Join(tp.dir, file), c); got != base+want {
-				t.Errorf("%s: %s cgroup %q, want %q", file, c, got, base+want)
-			}
-		}
-	}
+	checkCgroupFiles(t, tp.dir, cg)
 	doc := tp.waitStatus(10*time.Second, "web ready", func(d status.Document) bool { return containerStatus(d, "web").Ready.True() })
 	if doc.Cgroups != (status.Cgroups{Mode: "v1"}) {
 		t.Errorf("status cgroups = %+v, want mode v1", doc.Cgroups)
@@ -76,16 +63,6 @@ containers:
 	membership := map[bool]string{false: "memory", true: unified}[hybrid]
 	if web.Cgroup != cg.path(membership)+"/containers/web" || !web.LimitsApplied || !plain.LimitsApplied {
 		t.Errorf("web cgroup %q limits_applied %v, plain limits_applied %v", web.Cgroup, web.LimitsApplied, plain.LimitsApplied)
-	}
-	if hybrid {
-		// A container without limits never migrates: it is in no v1 group of its own.
-		file := filepath.Join(tp.dir, "plain.cg")
-		if got := cgroupLine(t, file, unified); got != cg.path(unified)+"/containers/plain" {
-			t.Errorf("plain's cgroup2 cgroup %q, want %q", got, cg.path(unified)+"/containers/plain")
-		}
-		if got := cgroupLine(t, file, "memory"); got != cg.path("memory") {
-			t.Errorf("plain's memory cgroup %q, want tend's own %q", got, cg.path("memory"))
-		}
 	}
 	want := map[string]string{"cpu/cpu.cfs_quota_us": "50000", "cpu/cpu.cfs_period_us": "100000",
 		"memory/memory.limit_in_bytes": "67108864", "pids/pids.max": "50"}
@@ -105,6 +82,38 @@ containers:
 			if exists(filepath.Join(dir, kind)) {
 				t.Errorf("%s/%s is left after tend exited", dir, kind)
 			}
+		}
+	}
+}
+
+// checkCgroupFiles reads the /proc/self/cgroup that each process of
+// TestContainersRunInTheirCgroups saved in dir: web's (with limits) and setup's in
+// their groups of every hierarchy; on a hybrid host the v1 ones only for web's limits,
+// and plain (no limits) in no v1 group of its own: it never migrates.
+func checkCgroupFiles(t *testing.T, dir string, cg *testCgroup) {
+	t.Helper()
+	hybrid := cg.dir(unified) != ""
+	for _, c := range append([]string{unified}, testControllers...) {
+		if c == unified && !hybrid {
+			continue
+		}
+		base := cg.path(c)
+		for file, want := range map[string]string{"setup.cg": "/init/setup", "init.cg": "/containers/web", "web.cg": "/containers/web", "probe.cg": "/containers/web"} {
+			if hybrid && c != unified && (file == "setup.cg" || c == "cpuacct" || c == "freezer") {
+				want = "" // v1 is joined only for a limit: the setup init container has none
+			}
+			if got := cgroupLine(t, filepath.Join(dir, file), c); got != base+want {
+				t.Errorf("%s: %s cgroup %q, want %q", file, c, got, base+want)
+			}
+		}
+	}
+	if hybrid {
+		file := filepath.Join(dir, "plain.cg")
+		if got := cgroupLine(t, file, unified); got != cg.path(unified)+"/containers/plain" {
+			t.Errorf("plain's cgroup2 cgroup %q, want %q", got, cg.path(unified)+"/containers/plain")
+		}
+		if got := cgroupLine(t, file, "memory"); got != cg.path("memory") {
+			t.Errorf("plain's memory cgroup %q, want tend's own %q", got, cg.path("memory"))
 		}
 	}
 }
