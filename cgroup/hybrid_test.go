@@ -109,9 +109,7 @@ func TestHybridKillAndUsage(t *testing.T) {
 	g, _ := tree.Group(KindContainers, "web")
 	dir := filepath.Join(unified, "containers/web")
 	// Kill freezes the cgroup2 group, which holds every process.
-	sleep := exec.Command("sleep", "100")
-	startCmd(t, sleep)
-	go sleep.Wait()
+	sleep := reapedSleep(t)
 	writeFixture(t, filepath.Join(dir, "cgroup.freeze"), "0")
 	writeFixture(t, filepath.Join(dir, "cgroup.procs"), itoa(int64(sleep.Process.Pid))+"\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

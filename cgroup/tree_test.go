@@ -172,9 +172,7 @@ func TestV2KillFreezesKillsThaws(t *testing.T) {
 	writeFixture(t, filepath.Join(dir, "cgroup.kill"), "")
 	writeFixture(t, filepath.Join(dir, "cgroup.freeze"), "0")
 	writeFixture(t, filepath.Join(dir, "cgroup.events"), "populated 1\nfrozen 0\n")
-	sleep := exec.Command("sleep", "100")
-	startCmd(t, sleep)
-	go sleep.Wait() // reap it, so that it is gone, not a zombie
+	sleep := reapedSleep(t)
 	writeFixture(t, filepath.Join(dir, "cgroup.procs"), itoa(int64(sleep.Process.Pid))+"\n")
 	done := make(chan error, 1)
 	go func() { done <- g.Kill(context.Background()) }()
@@ -205,9 +203,7 @@ func TestV2KillFreezesKillsThaws(t *testing.T) {
 func TestV2GroupLeftByACrashIsKilled(t *testing.T) {
 	root, start := fakeV2(t, "cpu memory pids")
 	dir := filepath.Join(start, "containers/web")
-	sleep := exec.Command("sleep", "100")
-	startCmd(t, sleep)
-	go sleep.Wait()
+	sleep := reapedSleep(t)
 	writeFixture(t, filepath.Join(dir, "cgroup.procs"), itoa(int64(sleep.Process.Pid))+"\n")
 	go func() { // the kernel's part: a killed process leaves cgroup.procs
 		for alive(sleep.Process.Pid) {
@@ -284,4 +280,18 @@ func TestOpenReadOnly(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("in a mount namespace: %v\n%s", err, out)
 	}
+}
+
+// reapedSleep starts a sleep that a goroutine of its own waits for, so that once killed
+// it is gone (not a zombie), and that is killed when the test ends.
+func reapedSleep(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "100")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	return cmd
 }
