@@ -136,7 +136,7 @@ func (cg *testCgroup) remove() {
 		slices.Reverse(below)
 		for _, d := range below {
 			killIn(d)
-			syscall.Rmdir(d)
+			rmdirEmptied(d)
 		}
 	}
 }
@@ -161,4 +161,15 @@ func killIn(dir string) {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// rmdirEmptied removes cgroup directory dir, trying again for at most 5 s while the
+// kernel says it is busy: a cgroup2 group is populated until its killed processes have
+// fully exited, after cgroup.procs stopped listing them.
+func rmdirEmptied(dir string) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if err := syscall.Rmdir(dir); err != syscall.EBUSY || time.Now().After(deadline) {
+			return
+		}
+	}
 }
