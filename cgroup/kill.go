@@ -17,21 +17,15 @@ import (
 const killRecheck = 10 * time.Millisecond
 
 // Kill ends every process in the group, however it was started (setsid, double fork),
-// and returns when the group is empty or ctx ends (SPEC §12.3). On v2 the kernel kills
-// them all at once (cgroup.kill, Linux 5.14); elsewhere the group is frozen so nothing in
-// it can fork, every process gets SIGKILL, and it is thawed so they die, until empty.
+// and returns when the group is empty or ctx ends (SPEC §12.3): the group is frozen so
+// nothing in it can fork, every process gets SIGKILL, and it is thawed so they die, until
+// empty. cgroup.kill is not used: since Linux 6.14 (kill_seq; seen on 6.18) a cgroup that
+// cgroup.kill was written to kills every process later started into it by clone3's
+// CLONE_INTO_CGROUP (the kernel compares the target's kill count with the parent
+// cgroup's), and the group takes the container's next run.
 func (g *Group) Kill(ctx context.Context) error {
-	switch g.mode {
-	case ModeOff:
+	if g.mode == ModeOff {
 		return nil
-	case ModeV2:
-		dir := g.places[0].dir
-		if exists(filepath.Join(dir, "cgroup.kill")) {
-			if err := writeFile(dir, "cgroup.kill", "1"); err != nil {
-				return fmt.Errorf("kill cgroup %s: %w", g.path, err)
-			}
-			return waitEmpty(ctx, dir)
-		}
 	}
 	return g.freezeKill(ctx)
 }
@@ -89,13 +83,8 @@ func populated(events string) string {
 }
 
 // freezeKill kills what is in the group by freeze, SIGKILL, thaw, until it is empty.
-// v1 has no cgroup.kill and no event when a cgroup empties (only a release_agent, one
-// program for the whole host), so this looks again every killRecheck: killed processes
-// are gone within a few rounds, and ctx bounds the rest.
 func (g *Group) freezeKill(ctx context.Context) error {
-	tick := time.NewTicker(killRecheck)
-	defer tick.Stop()
-	for {
+	for round := 0; ; round++ {
 		pids, err := g.pids()
 		if err != nil {
 			return fmt.Errorf("kill cgroup %s: %w", g.path, err)
@@ -110,19 +99,33 @@ func (g *Group) freezeKill(ctx context.Context) error {
 			unix.Kill(pid, unix.SIGKILL)
 		}
 		g.freeze(false)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("kill cgroup %s: %w (%d processes left)", g.path, ctx.Err(), len(pids))
-		case <-tick.C:
+		if err := g.settle(ctx, round == 0); err != nil {
+			return fmt.Errorf("kill cgroup %s: %w (%d processes left)", g.path, err, len(pids))
 		}
 	}
 }
 
-// freeze freezes or thaws the group, where a freezer is (cgroup.freeze on v2, the
-// freezer hierarchy on v1). Without one the loop in freezeKill still ends, by rounds.
+// settle gives the killed processes up to killRecheck to go. A cgroup2 group says when
+// it is empty (cgroup.events), so the common case returns at once (first: only in the
+// first round, so a group that says empty and still lists a process is looked at again
+// by the tick, not in a busy loop); v1 has no such event (only a release_agent, one
+// program for the whole host), so it waits the whole while. The error is ctx's.
+func (g *Group) settle(ctx context.Context, first bool) error {
+	wait, cancel := context.WithTimeout(ctx, killRecheck)
+	defer cancel()
+	if dir := g.member(); first && dir != "" && waitEmpty(wait, dir) == nil {
+		return nil
+	}
+	<-wait.Done()
+	return ctx.Err()
+}
+
+// freeze freezes or thaws the group, where a freezer is (cgroup.freeze on v2 and a
+// hybrid host, the freezer hierarchy on v1). Without one the loop in freezeKill still
+// ends, by rounds.
 func (g *Group) freeze(on bool) {
-	if g.mode == ModeV2 {
-		if dir := g.places[0].dir; exists(filepath.Join(dir, "cgroup.freeze")) {
+	if dir := g.member(); dir != "" {
+		if exists(filepath.Join(dir, "cgroup.freeze")) {
 			writeFile(dir, "cgroup.freeze", map[bool]string{true: "1", false: "0"}[on])
 		}
 		return

@@ -3,6 +3,7 @@ package cgroup
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 )
 
@@ -33,8 +34,59 @@ const (
 // SetLimits writes the group's limits: cpu to cpu.max (v2) or cpu.cfs_quota_us (v1),
 // memory to memory.max or memory.limit_in_bytes with no swap on top, pids to pids.max.
 // On v2 memory.oom.group is set so an OOM kill takes the container as a whole.
+// On a hybrid host it first makes the v1 groups of the limits set, which ProcsFiles then
+// names: a container joins a v1 hierarchy only for a limit.
 func (g *Group) SetLimits(l Limits) []LimitError {
-	return setLimits(g.mode, g.reason, g.places, l, true)
+	if g.unified == "" {
+		return setLimits(g.mode, g.reason, g.places, l, true)
+	}
+	g.joined = nil
+	var errs []LimitError
+	for _, p := range g.places {
+		limited := slices.DeleteFunc(slices.Clone(p.controllers), func(c string) bool { return !l.has(c) })
+		if len(limited) == 0 {
+			continue
+		}
+		err := g.tree.makeKinds(filepath.Dir(filepath.Dir(p.dir))) // <start>/<kind>/<name>
+		if err == nil {
+			err = mkdir(p.dir)
+		}
+		if err != nil {
+			for _, c := range limited {
+				errs = append(errs, LimitError{c, fmt.Errorf("cgroup %s: %w", p.dir, err)})
+				l = l.without(c)
+			}
+			continue
+		}
+		g.joined = append(g.joined, p)
+	}
+	return append(errs, setLimits(g.mode, g.reason, g.joined, l, true)...)
+}
+
+// has says whether l limits controller c.
+func (l Limits) has(c string) bool {
+	switch c {
+	case "cpu":
+		return l.CPU > 0
+	case "memory":
+		return l.Memory > 0
+	case "pids":
+		return l.Pids > 0
+	}
+	return false
+}
+
+// without is l with no limit for controller c.
+func (l Limits) without(c string) Limits {
+	switch c {
+	case "cpu":
+		l.CPU = 0
+	case "memory":
+		l.Memory = 0
+	case "pids":
+		l.Pids = 0
+	}
+	return l
 }
 
 // setLimits writes l into places. oomGroup is for a container's own group only: on

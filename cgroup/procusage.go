@@ -30,29 +30,63 @@ func ProcUsage(root string) (map[int]Usage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("usage from %s: %w", filepath.Join(root, "proc"), err)
 	}
-	ticks := map[int]int64{}
-	byGroup := map[int]Usage{}
-	page := int64(os.Getpagesize())
+	sums := map[int]*statSum{}
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(root, "proc", e.Name(), "stat"))
-		if err != nil {
-			continue // exited meanwhile
-		}
-		st, ok := parseStat(string(data))
+		st, ok := readStat(filepath.Join(root, "proc", e.Name()))
 		if !ok {
 			continue
 		}
-		u := byGroup[st.pgrp]
-		ticks[st.pgrp] += st.ticks
-		u.MemoryBytes += st.rssPages * page
-		u.Pids += st.threads
-		u.CPUSeconds = float64(ticks[st.pgrp]) / clockTicks
-		byGroup[st.pgrp] = u
+		if sums[st.pgrp] == nil {
+			sums[st.pgrp] = &statSum{}
+		}
+		sums[st.pgrp].add(st)
+	}
+	byGroup := make(map[int]Usage, len(sums))
+	for pgid, sum := range sums {
+		byGroup[pgid] = sum.usage()
 	}
 	return byGroup, nil
+}
+
+// usageOfPids is UsageFromProc over the processes pids, with /proc at procDir: the
+// memory and pids of a hybrid host's group that joined no v1 memory or pids group.
+func usageOfPids(procDir string, pids []int) Usage {
+	var sum statSum
+	for _, pid := range pids {
+		if st, ok := readStat(filepath.Join(procDir, strconv.Itoa(pid))); ok {
+			sum.add(st)
+		}
+	}
+	return sum.usage()
+}
+
+// readStat reads and parses dir/stat; false when the process exited meanwhile.
+func readStat(dir string) (procStat, bool) {
+	data, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return procStat{}, false
+	}
+	return parseStat(string(data))
+}
+
+// statSum adds up the processes' /proc/PID/stat.
+type statSum struct{ ticks, pages, threads int64 }
+
+func (s *statSum) add(st procStat) {
+	s.ticks += st.ticks
+	s.pages += st.rssPages
+	s.threads += st.threads
+}
+
+func (s statSum) usage() Usage {
+	return Usage{
+		CPUSeconds:  float64(s.ticks) / clockTicks,
+		MemoryBytes: s.pages * int64(os.Getpagesize()),
+		Pids:        s.threads,
+	}
 }
 
 type procStat struct {

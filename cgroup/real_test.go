@@ -26,7 +26,7 @@ func testName() string {
 // process's own cgroup in each hierarchy, as tend would below its own.
 func realV1Tree(t *testing.T) *Tree {
 	t.Helper()
-	tree, err := openV1("/", realV1Paths(t))
+	tree, err := openV1("/", realV1Paths(t), v1Controllers, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +68,12 @@ func realV1Paths(t *testing.T) map[string]string {
 // would kill the other's group as a leftover: the second finds the first's lock.
 func TestV1SecondTreeInOneCgroupIsLockedOut(t *testing.T) {
 	paths := realV1Paths(t)
-	first, err := openV1("/", paths)
+	first, err := openV1("/", paths, v1Controllers, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := realGroup(t, first, "web")
-	if _, err := openV1("/", paths); err == nil || !strings.Contains(err.Error(), "another tend uses /sys/fs/cgroup/") {
+	if _, err := openV1("/", paths, v1Controllers, false); err == nil || !strings.Contains(err.Error(), "another tend uses /sys/fs/cgroup/") {
 		t.Fatalf("second openV1 = %v, want \"another tend uses <start>/containers\"", err)
 	}
 	if !exists(filepath.Join(dirOf(g.places, "memory"), "cgroup.procs")) {
@@ -86,7 +86,7 @@ func TestV1SecondTreeInOneCgroupIsLockedOut(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := openV1("/", paths)
+	again, err := openV1("/", paths, v1Controllers, false)
 	if err != nil {
 		t.Fatalf("openV1 after the first tree closed: %v", err)
 	}
@@ -338,10 +338,21 @@ func testV2Kill(t *testing.T, g *Group) {
 	cmd.Wait()
 	for _, pid := range pids {
 		if alive(pid) {
-			t.Errorf("pid %d survived cgroup.kill", pid)
+			t.Errorf("pid %d survived the kill", pid)
 		}
 	}
+	testNextRunStarts(t, g)
 	if err := g.Remove(); err != nil || exists(dir) {
 		t.Errorf("Remove = %v; %s exists: %v", err, dir, exists(dir))
+	}
+}
+
+// testNextRunStarts starts a process into g by clone3 after a Kill, as a container's
+// next run: it must run (a cgroup.kill would have made the kernel kill it at birth).
+func testNextRunStarts(t *testing.T, g *Group) {
+	cmd := exec.Command("true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: g.FD()}
+	if err := cmd.Run(); err != nil {
+		t.Errorf("a process started into the group after Kill: %v, want it to run", err)
 	}
 }

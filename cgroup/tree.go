@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,9 +36,11 @@ const (
 // accounting (cpuacct) and a kill that no fork escapes (freezer).
 var v1Controllers = []string{"cpu", "cpuacct", "memory", "pids", "freezer"}
 
-// v2Controllers are enabled for the groups where the parent offers them. cpuacct and
-// freezer are built into every v2 cgroup (cpu.stat, cgroup.freeze).
-var v2Controllers = []string{"cpu", "memory", "pids"}
+// limitControllers are the controllers that carry limits. On v2 they are enabled for
+// the groups where the parent offers them (cpuacct and freezer are built into every v2
+// cgroup: cpu.stat, cgroup.freeze); on a hybrid host a container joins their v1
+// hierarchies only for the limits it has.
+var limitControllers = []string{"cpu", "memory", "pids"}
 
 // place is one cgroup directory on disk and the controllers that act on it: on v2 one
 // place holds every controller; on v1 each hierarchy is a place.
@@ -48,20 +51,27 @@ type place struct {
 
 // Tree is where tend creates the cgroups of its containers: its starting cgroup in every
 // hierarchy it uses (SPEC §12.1). Mode is ModeOff, with Reason saying why, where it cannot.
+// A hybrid host is ModeV1 (its controllers, so its limits, are v1) with unified set.
 type Tree struct {
-	Mode   Mode
-	Reason string // why Mode is ModeOff
-	start  string // tend's starting cgroup as /proc/self/cgroup shows it (v1: memory's)
-	places []place
-	locks  []int // flocked <start>/containers directories, held for tend's life
+	Mode    Mode
+	Reason  string // why Mode is ModeOff
+	start   string // tend's starting cgroup as /proc/self/cgroup shows it (v1: memory's; hybrid: unified's)
+	places  []place
+	unified string // hybrid: tend's starting cgroup's directory in the cgroup2 hierarchy
+
+	mu    sync.Mutex
+	made  map[string]error // hybrid: v1 starts whose containers and init makeKinds made
+	locks []int            // flocked <start>/containers directories, held for tend's life
 }
 
 // Open decides where tend can create cgroups, for want "auto", "required" or "off", from
 // /proc/self/cgroup and /sys/fs/cgroup under root ("/" in production). On cgroup v2 it
 // moves the process self into the leaf <start>/tend and enables the cpu, memory and pids
-// controllers below <start>, <start>/containers and <start>/init. A hybrid host (v1
-// controllers and a controller-less cgroup2 at /sys/fs/cgroup/unified) uses v1. Where it
-// cannot, the tree is ModeOff with a Reason; that is an error only when want is "required".
+// controllers below <start>, <start>/containers and <start>/init. On cgroup v1 it uses
+// the v1 hierarchies, and on a hybrid host (v1 controllers and a controller-less cgroup2
+// at /sys/fs/cgroup/unified) the cgroup2 one as well, for membership (see openUnified).
+// Where it cannot, the tree is ModeOff with a Reason; that is an error only when want is
+// "required".
 func Open(root, want string, self int) (*Tree, error) {
 	var t *Tree
 	switch want {
@@ -99,14 +109,74 @@ func detect(root string, self int) *Tree {
 		}
 		return t
 	}
-	t, err := openV1(root, paths)
+	unified, start := filepath.Join(mount, "unified"), paths[""]
+	hybrid, controllers := usable(unified, start), v1Controllers
+	if hybrid {
+		// cpuacct and freezer are the cgroup2 group's cpu.stat and cgroup.freeze.
+		controllers = limitControllers
+	}
+	t, err := openV1(root, paths, controllers, hybrid)
 	if err != nil {
 		if readOnly(mount) {
 			return off("/sys/fs/cgroup is read-only")
 		}
 		return off(err.Error())
 	}
+	if hybrid {
+		if err := t.openUnified(unified, start); err != nil {
+			return off(err.Error())
+		}
+	}
 	return t
+}
+
+// usable says whether a cgroup2 hierarchy is mounted at mount with tend's starting
+// cgroup there, start, writable.
+func usable(mount, start string) bool {
+	return start != "" && exists(filepath.Join(mount, "cgroup.controllers")) && !readOnly(mount) &&
+		unix.Access(onDisk(mount, start), unix.W_OK) == nil
+}
+
+// openUnified makes a v1 tree hybrid with the cgroup2 hierarchy at mount, where tend
+// started in start (see usable): every process of a container then starts in
+// <start>/containers/NAME of that hierarchy by clone3's CLONE_INTO_CGROUP, which
+// migrates nothing, is killed from there (cgroup.freeze) and has its CPU time there
+// (cpu.stat). Only a container with limits also joins the v1 hierarchies of those
+// limits, through the exec shim: each v1 migration waits for an RCU grace period, about
+// 14 ms on a loaded host.
+func (t *Tree) openUnified(mount, start string) error {
+	dir := onDisk(mount, start)
+	if err := mkdir(filepath.Join(dir, KindInit)); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Join(dir, KindInit), err)
+	}
+	lock, err := lockContainers(dir)
+	if err != nil {
+		return err
+	}
+	t.locks = append(t.locks, lock)
+	t.start, t.unified = path.Clean("/"+start), dir
+	t.made = map[string]error{}
+	return nil
+}
+
+// makeKinds makes <start>/containers and <start>/init in the v1 hierarchy at start and
+// takes its lock, once, for a hybrid tree: the first container with a limit there.
+// Containers are opened one at a time, but a reload may open one while another runs.
+func (t *Tree) makeKinds(start string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err, ok := t.made[start]; ok {
+		return err
+	}
+	err := errors.Join(mkdir(filepath.Join(start, KindContainers)), mkdir(filepath.Join(start, KindInit)))
+	if err == nil {
+		var lock int
+		if lock, err = lockContainers(start); err == nil {
+			t.locks = append(t.locks, lock)
+		}
+	}
+	t.made[start] = err
+	return err
 }
 
 // openV2 makes mount/start tend's tree. cgroup v2 lets only leaves hold processes once
@@ -152,7 +222,7 @@ func openV2(mount, start string, self int) (*Tree, error) {
 // refused, e.g. a threaded cgroup), each is tried alone.
 func enable(dir string, offered []string) []string {
 	var want []string
-	for _, c := range v2Controllers {
+	for _, c := range limitControllers {
 		if slices.Contains(offered, c) {
 			want = append(want, c)
 		}
@@ -169,13 +239,15 @@ func enable(dir string, offered []string) []string {
 	return took
 }
 
-// openV1 uses every v1 hierarchy of v1Controllers that is mounted and where tend can
+// openV1 uses every v1 hierarchy of controllers that is mounted and where tend can
 // create <start>/containers and <start>/init (as root). Unlike v2, a v1 cgroup may hold
-// processes and children at once, so tend stays where it started.
-func openV1(root string, paths map[string]string) (*Tree, error) {
+// processes and children at once, so tend stays where it started. lazy (hybrid) only
+// checks that <start> is writable: containers and init are made at the first limit that
+// needs them (Tree.makeKinds), as a v1 memory cgroup takes about 0.1 ms to make.
+func openV1(root string, paths map[string]string, controllers []string, lazy bool) (*Tree, error) {
 	t := &Tree{Mode: ModeV1}
 	var firstErr error
-	for _, c := range v1Controllers {
+	for _, c := range controllers {
 		mount := v1Mount(root, paths, c)
 		if !exists(filepath.Join(mount, "cgroup.procs")) {
 			continue
@@ -186,17 +258,24 @@ func openV1(root string, paths map[string]string) (*Tree, error) {
 			t.places[i].controllers = append(t.places[i].controllers, c)
 			continue
 		}
-		err := errors.Join(mkdir(filepath.Join(dir, KindContainers)), mkdir(filepath.Join(dir, KindInit)))
-		if err != nil {
-			firstErr = cmp.Or(firstErr, err)
-			continue
+		if lazy {
+			if err := unix.Access(dir, unix.W_OK); err != nil {
+				firstErr = cmp.Or(firstErr, error(&fs.PathError{Op: "access", Path: dir, Err: err}))
+				continue
+			}
+		} else {
+			err := errors.Join(mkdir(filepath.Join(dir, KindContainers)), mkdir(filepath.Join(dir, KindInit)))
+			if err != nil {
+				firstErr = cmp.Or(firstErr, err)
+				continue
+			}
+			lock, err := lockContainers(dir)
+			if err != nil {
+				t.unlock()
+				return nil, err
+			}
+			t.locks = append(t.locks, lock)
 		}
-		lock, err := lockContainers(dir)
-		if err != nil {
-			t.unlock()
-			return nil, err
-		}
-		t.locks = append(t.locks, lock)
 		t.places = append(t.places, place{dir, []string{c}})
 		if t.start == "" || c == "memory" {
 			t.start = path.Clean("/" + start)
@@ -250,6 +329,9 @@ func (t *Tree) Group(kind, name string) (*Group, error) {
 		return g, nil
 	}
 	g.path = path.Join(t.start, kind, name)
+	if t.unified != "" {
+		g.unified, g.tree = filepath.Join(t.unified, kind, name), t
+	}
 	for _, p := range t.places {
 		g.places = append(g.places, place{filepath.Join(p.dir, kind, name), p.controllers})
 	}
@@ -262,13 +344,24 @@ func (t *Tree) Group(kind, name string) (*Group, error) {
 // Close removes <start>/containers and <start>/init where they are empty and releases
 // the lock on <start>/containers. tend stays in its leaf: it is exiting.
 func (t *Tree) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	defer t.unlock()
 	var errs []error
+	dirs := []string{t.unified}
 	for _, p := range t.places {
+		if err, ok := t.made[p.dir]; t.unified == "" || (ok && err == nil) {
+			dirs = append(dirs, p.dir) // hybrid: only those it made (and locked)
+		}
+	}
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
 		for _, kind := range []string{KindContainers, KindInit} {
-			err := unix.Rmdir(filepath.Join(p.dir, kind))
+			err := unix.Rmdir(filepath.Join(dir, kind))
 			if err != nil && err != unix.ENOENT && err != unix.EBUSY && err != unix.ENOTEMPTY {
-				errs = append(errs, fmt.Errorf("remove %s: %w", filepath.Join(p.dir, kind), err))
+				errs = append(errs, fmt.Errorf("remove %s: %w", filepath.Join(dir, kind), err))
 			}
 		}
 	}

@@ -162,36 +162,39 @@ func TestV2UsageFromFiles(t *testing.T) {
 	}
 }
 
-func TestV2KillWritesCgroupKillAndWaitsForEmpty(t *testing.T) {
+// Kill freezes the group, kills what it lists and thaws it, and never writes
+// cgroup.kill (which would kill the next run started into the group: see Kill).
+func TestV2KillFreezesKillsThaws(t *testing.T) {
 	root, start := fakeV2(t, "cpu memory pids")
 	tree, _ := Open(root, "auto", 1)
 	g, _ := tree.Group(KindContainers, "web")
 	dir := filepath.Join(start, "containers/web")
 	writeFixture(t, filepath.Join(dir, "cgroup.kill"), "")
+	writeFixture(t, filepath.Join(dir, "cgroup.freeze"), "0")
 	writeFixture(t, filepath.Join(dir, "cgroup.events"), "populated 1\nfrozen 0\n")
+	sleep := reapedSleep(t)
+	writeFixture(t, filepath.Join(dir, "cgroup.procs"), itoa(int64(sleep.Process.Pid))+"\n")
 	done := make(chan error, 1)
 	go func() { done <- g.Kill(context.Background()) }()
-	waitFor(t, "cgroup.kill written", func() (bool, string) {
-		got := readString(t, filepath.Join(dir, "cgroup.kill"))
-		return got == "1", got
-	})
-	select {
-	case err := <-done:
-		t.Fatalf("Kill returned %v while the group was populated", err)
-	default:
-	}
-	writeFixture(t, filepath.Join(dir, "cgroup.events"), "populated 0\nfrozen 0\n")
+	waitFor(t, "the sleep killed", func() (bool, string) { return !alive(sleep.Process.Pid), "alive" })
+	writeFixture(t, filepath.Join(dir, "cgroup.procs"), "")
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("Kill did not return after cgroup.events said populated 0")
+		t.Fatal("Kill did not return once the group was empty")
+	}
+	if got := readString(t, filepath.Join(dir, "cgroup.freeze")); got != "0" {
+		t.Errorf("cgroup.freeze = %q after Kill, want thawed (0)", got)
+	}
+	if got := readString(t, filepath.Join(dir, "cgroup.kill")); got != "" {
+		t.Errorf("cgroup.kill = %q, want never written", got)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	writeFixture(t, filepath.Join(dir, "cgroup.events"), "populated 1\nfrozen 0\n")
+	writeFixture(t, filepath.Join(dir, "cgroup.procs"), "999999999\n")
 	if err := g.Kill(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Kill of a group that stays populated = %v, want the deadline", err)
 	}
@@ -200,14 +203,20 @@ func TestV2KillWritesCgroupKillAndWaitsForEmpty(t *testing.T) {
 func TestV2GroupLeftByACrashIsKilled(t *testing.T) {
 	root, start := fakeV2(t, "cpu memory pids")
 	dir := filepath.Join(start, "containers/web")
-	writeFixture(t, filepath.Join(dir, "cgroup.kill"), "")
-	writeFixture(t, filepath.Join(dir, "cgroup.events"), "populated 0\n")
+	sleep := reapedSleep(t)
+	writeFixture(t, filepath.Join(dir, "cgroup.procs"), itoa(int64(sleep.Process.Pid))+"\n")
+	go func() { // the kernel's part: a killed process leaves cgroup.procs
+		for alive(sleep.Process.Pid) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644)
+	}()
 	tree, _ := Open(root, "auto", 1)
 	if _, err := tree.Group(KindContainers, "web"); err != nil {
 		t.Fatal(err)
 	}
-	if got := readString(t, filepath.Join(dir, "cgroup.kill")); got != "1" {
-		t.Errorf("cgroup.kill of the leftover group = %q, want 1", got)
+	if alive(sleep.Process.Pid) {
+		t.Error("the process of the leftover group lives on")
 	}
 }
 
@@ -271,4 +280,18 @@ func TestOpenReadOnly(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("in a mount namespace: %v\n%s", err, out)
 	}
+}
+
+// reapedSleep starts a sleep that a goroutine of its own waits for, so that once killed
+// it is gone (not a zombie), and that is killed when the test ends.
+func reapedSleep(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "100")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	return cmd
 }

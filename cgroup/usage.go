@@ -33,7 +33,36 @@ func (g *Group) Usage() (Usage, error) {
 	case ModeV2:
 		return usageV2(g.places[0].dir)
 	}
+	if g.unified != "" {
+		return g.usageHybrid()
+	}
 	return usageV1(g.places)
+}
+
+// usageHybrid reads CPU time from the cgroup2 group's cpu.stat (there without any
+// controller), memory and OOM kills from the v1 memory group and pids from the v1 pids
+// group where a limit joined them; without those, memory (resident set size, as
+// UsageFromProc) and pids come from /proc over the cgroup2 group's processes.
+func (g *Group) usageHybrid() (Usage, error) {
+	if !exists(g.unified) {
+		return Usage{}, fmt.Errorf("cgroup %s is gone", g.unified)
+	}
+	u, err := usageV1(g.joined)
+	usec, err2 := readKey(g.unified, "cpu.stat", "usage_usec")
+	u.CPUSeconds = float64(usec) / 1e6
+	memory, pids := dirOf(g.joined, "memory") != "", dirOf(g.joined, "pids") != ""
+	if memory && pids {
+		return u, errors.Join(err, err2)
+	}
+	members, err3 := g.pids()
+	p := usageOfPids("/proc", members)
+	if !memory {
+		u.MemoryBytes = p.MemoryBytes
+	}
+	if !pids {
+		u.Pids = p.Pids
+	}
+	return u, errors.Join(err, err2, err3)
 }
 
 func usageV2(dir string) (Usage, error) {

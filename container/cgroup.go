@@ -28,11 +28,12 @@ func (c *Container) OpenCgroup(tree *cgroup.Tree) ([]cgroup.LimitError, error) {
 		return nil, err
 	}
 	c.group = g
-	if g.Path() != "" {
-		c.placed.Store(&proc.Cgroup{FD: g.FD(), ProcsFiles: g.ProcsFiles()})
-	}
 	cpu, memory, pids := c.cfg.Spec.Limits.Values()
 	errs := g.SetLimits(cgroup.Limits{CPU: cpu, Memory: memory, Pids: pids})
+	if g.Path() != "" {
+		// After SetLimits: on a hybrid host the limits decide the v1 groups to join.
+		c.placed.Store(&proc.Cgroup{FD: g.FD(), ProcsFiles: g.ProcsFiles()})
+	}
 	for _, e := range errs {
 		c.cfg.Log.Warn().Str("container", c.Name()).Str("limit", e.Limit).Str("reason", e.Err.Error()).Msg("limit not applied")
 	}

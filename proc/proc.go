@@ -56,11 +56,13 @@ type Cmd struct {
 
 // Cgroup says how to place a process in a cgroup as it starts (cgroup.Group's FD and
 // ProcsFiles). On cgroup v2 clone3 starts it there (CLONE_INTO_CGROUP); on v1, which
-// has no such flag, the exec shim writes its own pid into every hierarchy's
-// cgroup.procs before it execs the program, so no fork of the program escapes.
+// has no such flag, the exec shim writes its own pid into each v1 hierarchy's
+// cgroup.procs before it execs the program, so no fork of the program escapes. A
+// hybrid host uses both: clone3 into the cgroup2 group, the shim for the v1 groups
+// of the container's limits, if any.
 type Cgroup struct {
-	FD         int      // v2: an open directory of the cgroup; -1 on v1
-	ProcsFiles []string // v1: the cgroup.procs file in every hierarchy
+	FD         int      // v2, hybrid: an open directory of the cgroup; -1 on plain v1
+	ProcsFiles []string // v1: the cgroup.procs files to join (none on v2)
 }
 
 // Exit is how a process ended, or why it never started.

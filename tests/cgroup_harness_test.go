@@ -16,8 +16,16 @@ import (
 // testControllers are the v1 hierarchies tend uses (cgroup.v1Controllers).
 var testControllers = []string{"cpu", "cpuacct", "memory", "pids", "freezer"}
 
-// testCgroup is a fresh cgroup v1 group, one directory per hierarchy tend uses, below
-// the test process's own: a tend started in it has a starting cgroup of its own.
+// unified is the cgroup2 hierarchy of a hybrid host, as a key of testCgroup's maps
+// (/proc/PID/cgroup's "0::" line) and where it is mounted.
+const (
+	unified      = ""
+	unifiedMount = "/sys/fs/cgroup/unified"
+)
+
+// testCgroup is a fresh cgroup v1 group, one directory per hierarchy tend uses (and the
+// cgroup2 one on a hybrid host), below the test process's own: a tend started in it has
+// a starting cgroup of its own.
 type testCgroup struct {
 	dirs  map[string]string // controller list ("memory", "cpu,cpuacct") -> directory
 	paths map[string]string // controller list -> path as /proc/PID/cgroup shows it
@@ -38,6 +46,9 @@ func newTestCgroup(t *testing.T) *testCgroup {
 	t.Cleanup(cg.remove)
 	for list, own := range ownCgroups(t) {
 		mount := filepath.Join("/sys/fs/cgroup", list)
+		if list == unified {
+			mount = unifiedMount
+		}
 		if !exists(filepath.Join(mount, own)) {
 			return nil // no cgroup namespace: /proc shows a path the mount does not have
 		}
@@ -50,7 +61,8 @@ func newTestCgroup(t *testing.T) *testCgroup {
 	return cg
 }
 
-// ownCgroups is /proc/self/cgroup's v1 lines of the hierarchies tend uses.
+// ownCgroups is /proc/self/cgroup's v1 lines of the hierarchies tend uses, and its
+// cgroup2 line on a hybrid host.
 func ownCgroups(t *testing.T) map[string]string {
 	data, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
@@ -61,6 +73,9 @@ func ownCgroups(t *testing.T) map[string]string {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
+		}
+		if parts[1] == unified && exists(filepath.Join(unifiedMount, "cgroup.controllers")) {
+			out[unified] = parts[2]
 		}
 		for _, c := range strings.Split(parts[1], ",") {
 			if slices.Contains(testControllers, c) {
@@ -121,7 +136,7 @@ func (cg *testCgroup) remove() {
 		slices.Reverse(below)
 		for _, d := range below {
 			killIn(d)
-			syscall.Rmdir(d)
+			rmdirEmptied(d)
 		}
 	}
 }
@@ -146,4 +161,15 @@ func killIn(dir string) {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// rmdirEmptied removes cgroup directory dir, trying again for at most 5 s while the
+// kernel says it is busy: a cgroup2 group is populated until its killed processes have
+// fully exited, after cgroup.procs stopped listing them.
+func rmdirEmptied(dir string) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if err := syscall.Rmdir(dir); err != syscall.EBUSY || time.Now().After(deadline) {
+			return
+		}
+	}
 }
