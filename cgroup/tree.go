@@ -88,7 +88,11 @@ func Open(root, want string, self int) (*Tree, error) {
 	return t, nil
 }
 
-func off(reason string) *Tree { return &Tree{Mode: ModeOff, Reason: reason} }
+// off is a tree without cgroups; its reason is one line (status shows it, and the
+// errors it comes from may be joined ones).
+func off(reason string) *Tree {
+	return &Tree{Mode: ModeOff, Reason: strings.ReplaceAll(reason, "\n", "; ")}
+}
 
 // detect picks v2 where /sys/fs/cgroup is a cgroup2 mount (it has cgroup.controllers),
 // else the v1 hierarchies below it.
