@@ -19,6 +19,14 @@ while IFS=: read -r _ list path; do
   esac
   d=$m$path/$name; d=${d//\/\//\/}; mkdir "$d"; cgs+=("$d")
 done < /proc/self/cgroup
+cleanup() {
+  kill -TERM "${pid:-}" 2>/dev/null && wait "$pid" 2>/dev/null
+  for d in "${cgs[@]}"; do
+    for ((k=0;k<50;k++)); do find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; [ -d "$d" ] || break; sleep 0.1; done
+  done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
 script=""; for d in "${cgs[@]}"; do script+="echo 0 > $d/cgroup.procs; "; done
 cd $dir
 sh -c "$script exec \"\$@\"" sh "$BIN" run --log-format json --log-level warn spec.yaml >$dir/log 2>&1 &
@@ -28,8 +36,4 @@ t() { awk '{print $14+$15}' /proc/$pid/stat; }
 a=$(t); sleep $((RSSAT-5)); rss=$(awk '/VmRSS/{print $2}' /proc/$pid/status)
 sleep $((WINDOW-RSSAT+5)); b=$(t)
 kill -TERM $pid; wait $pid || true
-for d in "${cgs[@]}"; do
-  for ((k=0;k<50;k++)); do find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; [ -d "$d" ] || break; sleep 0.1; done
-done
 echo "$TAG cpu_s=$(awk -v a=$a -v b=$b 'BEGIN{printf "%.2f", (b-a)/100}') rss_kib=$rss running=$(grep -c . $dir/log || true)"
-rm -rf $dir
