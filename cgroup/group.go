@@ -1,14 +1,16 @@
 package cgroup
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +21,9 @@ const leftoverKillTimeout = 5 * time.Second
 
 // Group is the cgroup of one container or init container, in every hierarchy tend uses.
 // With cgroups off every method does nothing (SetLimits reports each limit unapplied).
-// A Group belongs to its container's goroutine: its methods are not safe to call at once.
+// Usage, Kill and Remove are safe to call at once from any goroutine: the instance's
+// sampler reads every group while each container's goroutine (and its exit path) kills
+// and removes its own. The other methods belong to the container's goroutine.
 type Group struct {
 	mode    Mode
 	reason  string // why mode is off
@@ -29,6 +33,15 @@ type Group struct {
 	joined  []place // hybrid: the places of places that SetLimits made, for its limits
 	tree    *Tree   // hybrid: makes <start>/containers and /init of v1 at the first limit
 	fd      int     // v2, hybrid: the open directory, for clone3's CLONE_INTO_CGROUP
+
+	// mu guards what follows, and joined: the files Usage and Kill read through
+	// descriptors kept open, which Remove closes.
+	mu      sync.Mutex
+	files   map[fileKey]int // open usage files (read), or missing
+	removed bool            // Remove has run: Usage is an error, nothing is kept open
+	members []int           // the last pids() answer, reused
+	statPid int             // the process whose /proc/PID/stat is kept open (readStat), or 0
+	statFD  int
 }
 
 // create makes the group's directories. One that exists was left by a tend that crashed
@@ -144,8 +157,14 @@ func JoinSelf(procsFiles []string) error {
 }
 
 // Remove deletes the group's directories (after Kill: a cgroup with processes cannot be
-// removed). One already gone is fine.
+// removed) and closes what the group keeps open; Usage afterwards is an error. One
+// already gone is fine.
 func (g *Group) Remove() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.removed = true
+	g.closeFiles()
+	g.dropStat()
 	if g.fd >= 0 {
 		unix.Close(g.fd)
 		g.fd = -1
@@ -162,31 +181,64 @@ func (g *Group) Remove() error {
 	return errors.Join(errs...)
 }
 
+// listPids is pids for Kill, which holds no lock between its steps: a copy of its own.
+func (g *Group) listPids() ([]int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	buf := readBufs.Get().(*[]byte)
+	defer readBufs.Put(buf)
+	pids, err := g.pids(buf)
+	return slices.Clone(pids), err
+}
+
 // pids lists the processes in the group, over every hierarchy: on v1 a process could
-// have been moved out of one hierarchy and not another.
-func (g *Group) pids() ([]int, error) {
-	seen := map[int]bool{}
-	var pids []int
-	places := g.places
-	if g.unified != "" {
-		places = append([]place{{dir: g.unified}}, g.joined...)
-	}
-	for _, p := range places {
-		data, err := os.ReadFile(filepath.Join(p.dir, "cgroup.procs"))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+// have been moved out of one hierarchy and not another. The slice is g.members, valid
+// until the next call; a directory that does not exist lists none. The caller holds g.mu.
+func (g *Group) pids(buf *[]byte) ([]int, error) {
+	g.members = g.members[:0]
+	dirs := 0
+	add := func(dir string, v1 bool) error {
+		var data []byte
+		var err error
+		if v1 {
+			data, err = readOnce(dir, "cgroup.procs", buf) // see readOnce
+		} else {
+			data, err = g.read(dir, "cgroup.procs", buf)
 		}
-		if err != nil {
-			return nil, err
+		if errors.Is(err, errGone) {
+			return nil
 		}
-		for _, f := range strings.Fields(string(data)) {
-			if pid, err := strconv.Atoi(f); err == nil && !seen[pid] {
-				seen[pid] = true
-				pids = append(pids, pid)
+		dirs++
+		for len(data) > 0 {
+			line := data
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				line, data = data[:i], data[i+1:]
+			} else {
+				data = nil
+			}
+			if pid, err := atoi(bytes.TrimSpace(line)); err == nil {
+				g.members = append(g.members, int(pid))
 			}
 		}
+		return err
 	}
-	return pids, nil
+	places := g.places
+	if g.unified != "" {
+		if err := add(g.unified, false); err != nil {
+			return nil, err
+		}
+		places = g.joined
+	}
+	for _, p := range places {
+		if err := add(p.dir, g.mode == ModeV1); err != nil {
+			return nil, err
+		}
+	}
+	if dirs > 1 {
+		slices.Sort(g.members)
+		g.members = slices.Compact(g.members)
+	}
+	return g.members, nil
 }
 
 // dirOf is the group's directory holding controller c, "" if no hierarchy has it.

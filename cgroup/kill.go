@@ -85,7 +85,7 @@ func populated(events string) string {
 // freezeKill kills what is in the group by freeze, SIGKILL, thaw, until it is empty.
 func (g *Group) freezeKill(ctx context.Context) error {
 	for round := 0; ; round++ {
-		pids, err := g.pids()
+		pids, err := g.listPids()
 		if err != nil {
 			return fmt.Errorf("kill cgroup %s: %w", g.path, err)
 		}
@@ -94,7 +94,7 @@ func (g *Group) freezeKill(ctx context.Context) error {
 		}
 		g.freeze(true)
 		// Again, with the group frozen: a process forked before the freeze took hold.
-		pids, _ = g.pids()
+		pids, _ = g.listPids()
 		for _, pid := range pids {
 			unix.Kill(pid, unix.SIGKILL)
 		}

@@ -40,6 +40,9 @@ func (g *Group) SetLimits(l Limits) []LimitError {
 	if g.unified == "" {
 		return setLimits(g.mode, g.reason, g.places, l, true)
 	}
+	g.mu.Lock() // joined changes what Usage and Kill read
+	defer g.mu.Unlock()
+	g.closeFiles()
 	g.joined = nil
 	var errs []LimitError
 	for _, p := range g.places {

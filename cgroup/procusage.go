@@ -1,11 +1,14 @@
 package cgroup
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // clockTicks is USER_HZ, the unit of CPU times in /proc/PID/stat: 100 on every Linux
@@ -53,14 +56,59 @@ func ProcUsage(root string) (map[int]Usage, error) {
 
 // usageOfPids is UsageFromProc over the processes pids, with /proc at procDir: the
 // memory and pids of a hybrid host's group that joined no v1 memory or pids group.
-func usageOfPids(procDir string, pids []int) Usage {
+// The caller holds g.mu.
+func (g *Group) usageOfPids(procDir string, pids []int, buf *[]byte) Usage {
+	if g.statPid != 0 && !slices.Contains(pids, g.statPid) {
+		g.dropStat()
+	}
 	var sum statSum
 	for _, pid := range pids {
-		if st, ok := readStat(filepath.Join(procDir, strconv.Itoa(pid))); ok {
+		if st, ok := g.readStat(procDir, pid, buf); ok {
 			sum.add(st)
 		}
 	}
 	return sum.usage()
+}
+
+// readStat reads /proc/PID/stat of a process of the group; false when it exited
+// meanwhile. One process's file stays open: the first read while none is, most often
+// the run's root process, which lives as long as the run (and in a container of one
+// process is all there is); the others are opened each time, since a descriptor per
+// process could run into tend's limit of open files. A kept descriptor of a process
+// that exited fails (it never reads a new process that took the pid): the file is
+// opened again.
+func (g *Group) readStat(procDir string, pid int, buf *[]byte) (procStat, bool) {
+	kept := pid == g.statPid
+	fd := g.statFD
+	if !kept {
+		var err error
+		fd, err = unix.Open(filepath.Join(procDir, strconv.Itoa(pid), "stat"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return procStat{}, false
+		}
+		if g.statPid == 0 && !g.removed {
+			g.statPid, g.statFD = pid, fd
+		} else {
+			defer unix.Close(fd)
+		}
+	}
+	data, err := preadAll(fd, buf, procDir, "stat")
+	if err != nil && kept {
+		g.dropStat()
+		return g.readStat(procDir, pid, buf)
+	}
+	if err != nil {
+		return procStat{}, false
+	}
+	return parseStat(data)
+}
+
+// dropStat closes the kept /proc/PID/stat. The caller holds g.mu.
+func (g *Group) dropStat() {
+	if g.statPid != 0 {
+		unix.Close(g.statFD)
+		g.statPid = 0
+	}
 }
 
 // readStat reads and parses dir/stat; false when the process exited meanwhile.
@@ -69,7 +117,7 @@ func readStat(dir string) (procStat, bool) {
 	if err != nil {
 		return procStat{}, false
 	}
-	return parseStat(string(data))
+	return parseStat(data)
 }
 
 // statSum adds up the processes' /proc/PID/stat.
@@ -96,26 +144,36 @@ type procStat struct {
 	rssPages int64
 }
 
-// parseStat reads /proc/PID/stat (proc(5)). The command name, in parentheses, may hold
-// spaces and parentheses itself, so fields are counted from the last ")".
-func parseStat(s string) (procStat, bool) {
-	i := strings.LastIndexByte(s, ')')
+// parseStat reads /proc/PID/stat (proc(5)) without allocating. The command name, in
+// parentheses, may hold spaces and parentheses itself, so fields are counted from the
+// last ")".
+func parseStat(s []byte) (procStat, bool) {
+	i := bytes.LastIndexByte(s, ')')
 	if i < 0 {
 		return procStat{}, false
 	}
-	// f[0] is field 3 (state): field N of proc(5) is f[N-3].
-	f := strings.Fields(s[i+1:])
-	if len(f) < 22 {
-		return procStat{}, false
-	}
-	num := func(n int) int64 {
-		v, _ := strconv.ParseInt(f[n-3], 10, 64)
-		return v
+	// Field N of proc(5) is the (N-2)th after the ")": field 3, state, is the first.
+	var f [25]int64 // f[N] is field N, for the fields read (5 to 24)
+	n, rest := 2, s[i+1:]
+	for n < 24 {
+		rest = bytes.TrimLeft(rest, " ")
+		if len(rest) == 0 {
+			return procStat{}, false
+		}
+		end := bytes.IndexAny(rest, " \n")
+		if end < 0 {
+			end = len(rest)
+		}
+		n++
+		if n >= 5 {
+			f[n], _ = atoi(rest[:end])
+		}
+		rest = rest[end:]
 	}
 	return procStat{
-		pgrp:     int(num(5)),
-		ticks:    num(14) + num(15) + num(16) + num(17),
-		threads:  num(20),
-		rssPages: num(24),
+		pgrp:     int(f[5]),
+		ticks:    f[14] + f[15] + f[16] + f[17],
+		threads:  f[20],
+		rssPages: f[24],
 	}, true
 }

@@ -138,7 +138,7 @@ func sleepers(t *testing.T, g *Group, n int) []int {
 	t.Helper()
 	var pids []int
 	waitFor(t, "the sleeps in the group", func() (bool, string) {
-		pids, _ = g.pids()
+		pids, _ = g.listPids()
 		var comms []string
 		for _, pid := range pids {
 			comm, _ := os.ReadFile(filepath.Join("/proc", itoa(int64(pid)), "comm"))

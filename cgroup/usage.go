@@ -3,11 +3,6 @@ package cgroup
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 )
 
 // Usage is what a container uses now (SPEC §12.4).
@@ -22,124 +17,92 @@ type Usage struct {
 // minus inactive file pages, which the kernel reclaims before it OOM-kills): page cache
 // a container read once is not memory it needs. A controller tend does not have reads 0.
 //
-// Unlike the other methods, Usage is safe to call from any goroutine, alongside Kill
-// and Remove: it only reads files under paths fixed at creation (the instance's
+// Usage is safe to call from any goroutine, alongside Kill and Remove (the instance's
 // sampler reads every group while each container's own goroutine kills and removes
-// its). A group removed meanwhile reads as an error (v2) or zeros (v1).
+// its). It reads through descriptors kept open (see read), so the sampler's cost is
+// that of the reads, not of a lookup per file. After Remove, or with the group's
+// directory removed meanwhile, it is an error.
 func (g *Group) Usage() (Usage, error) {
-	switch g.mode {
-	case ModeOff:
+	if g.mode == ModeOff {
 		return Usage{}, nil
-	case ModeV2:
-		return usageV2(g.places[0].dir)
 	}
-	if g.unified != "" {
-		return g.usageHybrid()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.removed {
+		return Usage{}, fmt.Errorf("usage of cgroup %s: %w", g.path, errRemoved)
 	}
-	return usageV1(g.places)
+	buf := readBufs.Get().(*[]byte)
+	defer readBufs.Put(buf)
+	switch {
+	case g.mode == ModeV2:
+		return g.usageV2(g.places[0].dir, buf)
+	case g.unified != "":
+		return g.usageHybrid(buf)
+	}
+	return g.usageV1(g.places, buf)
 }
 
 // usageHybrid reads CPU time from the cgroup2 group's cpu.stat (there without any
 // controller), memory and OOM kills from the v1 memory group and pids from the v1 pids
 // group where a limit joined them; without those, memory (resident set size, as
 // UsageFromProc) and pids come from /proc over the cgroup2 group's processes.
-func (g *Group) usageHybrid() (Usage, error) {
-	if !exists(g.unified) {
-		return Usage{}, fmt.Errorf("cgroup %s is gone", g.unified)
+func (g *Group) usageHybrid(buf *[]byte) (Usage, error) {
+	usec, err := g.readKey(g.unified, "cpu.stat", "usage_usec", buf)
+	if err != nil {
+		return Usage{}, err // gone: the v1 groups, made and removed with it, are too
 	}
-	u, err := usageV1(g.joined)
-	usec, err2 := readKey(g.unified, "cpu.stat", "usage_usec")
+	u, err := g.usageV1(g.joined, buf)
 	u.CPUSeconds = float64(usec) / 1e6
 	memory, pids := dirOf(g.joined, "memory") != "", dirOf(g.joined, "pids") != ""
 	if memory && pids {
-		return u, errors.Join(err, err2)
+		return u, err
 	}
-	members, err3 := g.pids()
-	p := usageOfPids("/proc", members)
+	members, err2 := g.pids(buf)
+	p := g.usageOfPids("/proc", members, buf)
 	if !memory {
 		u.MemoryBytes = p.MemoryBytes
 	}
 	if !pids {
 		u.Pids = p.Pids
 	}
-	return u, errors.Join(err, err2, err3)
+	return u, errors.Join(err, err2)
 }
 
-func usageV2(dir string) (Usage, error) {
-	if !exists(dir) {
-		return Usage{}, fmt.Errorf("cgroup %s is gone", dir)
+func (g *Group) usageV2(dir string, buf *[]byte) (Usage, error) {
+	usec, err := g.readKey(dir, "cpu.stat", "usage_usec", buf)
+	if err != nil {
+		return Usage{}, err // gone, most likely: the rest would say so four times more
 	}
-	usec, err1 := readKey(dir, "cpu.stat", "usage_usec")
-	current, err2 := readInt(dir, "memory.current")
-	inactive, err3 := readKey(dir, "memory.stat", "inactive_file")
-	pids, err4 := readInt(dir, "pids.current")
-	ooms, err5 := readKey(dir, "memory.events", "oom_kill")
+	current, err2 := g.readInt(dir, "memory.current", buf)
+	inactive, err3 := g.readKey(dir, "memory.stat", "inactive_file", buf)
+	pids, err4 := g.readInt(dir, "pids.current", buf)
+	ooms, err5 := g.readKey(dir, "memory.events", "oom_kill", buf)
 	u := Usage{
 		CPUSeconds:  float64(usec) / 1e6,
 		MemoryBytes: max(current-inactive, 0),
 		Pids:        pids,
 		OOMKills:    ooms,
 	}
-	return u, errors.Join(err1, err2, err3, err4, err5)
+	return u, errors.Join(err2, err3, err4, err5)
 }
 
-func usageV1(places []place) (Usage, error) {
+func (g *Group) usageV1(places []place, buf *[]byte) (Usage, error) {
 	var u Usage
 	var errs []error
 	if dir := dirOf(places, "cpuacct"); dir != "" {
-		ns, err := readInt(dir, "cpuacct.usage")
+		ns, err := g.readInt(dir, "cpuacct.usage", buf)
 		u.CPUSeconds, errs = float64(ns)/1e9, append(errs, err)
 	}
 	if dir := dirOf(places, "memory"); dir != "" {
-		usage, err1 := readInt(dir, "memory.usage_in_bytes")
-		inactive, err2 := readKey(dir, "memory.stat", "total_inactive_file")
-		ooms, err3 := readKey(dir, "memory.oom_control", "oom_kill")
+		usage, err1 := g.readInt(dir, "memory.usage_in_bytes", buf)
+		inactive, err2 := g.readKey(dir, "memory.stat", "total_inactive_file", buf)
+		ooms, err3 := g.readKey(dir, "memory.oom_control", "oom_kill", buf)
 		u.MemoryBytes, u.OOMKills = max(usage-inactive, 0), ooms
 		errs = append(errs, err1, err2, err3)
 	}
 	if dir := dirOf(places, "pids"); dir != "" {
-		n, err := readInt(dir, "pids.current")
+		n, err := g.readInt(dir, "pids.current", buf)
 		u.Pids, errs = n, append(errs, err)
 	}
 	return u, errors.Join(errs...)
-}
-
-// readInt reads a file holding one integer; a missing file (a controller not enabled)
-// is 0.
-func readInt(dir, name string) (int64, error) {
-	data, err := os.ReadFile(filepath.Join(dir, name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
-	}
-	return n, nil
-}
-
-// readKey reads the integer after key in a flat-keyed file ("key value" lines); a
-// missing file or key is 0.
-func readKey(dir, name, key string) (int64, error) {
-	data, err := os.ReadFile(filepath.Join(dir, name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		k, v, ok := strings.Cut(line, " ")
-		if ok && k == key {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s: %s: %w", filepath.Join(dir, name), key, err)
-			}
-			return n, nil
-		}
-	}
-	return 0, nil
 }

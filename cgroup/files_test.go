@@ -1,0 +1,110 @@
+package cgroup
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeV2Group is a v2 group "web" on a fixture tree, with every usage file, and its
+// directory.
+func fakeV2Group(t *testing.T) (*Group, string) {
+	t.Helper()
+	root, start := fakeV2(t, "cpu memory pids")
+	tree, err := Open(root, "auto", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := tree.Group(KindContainers, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(start, "containers/web")
+	writeFixture(t, filepath.Join(dir, "cpu.stat"), "usage_usec 2500000\n")
+	writeFixture(t, filepath.Join(dir, "memory.current"), "1000\n")
+	writeFixture(t, filepath.Join(dir, "memory.stat"), "inactive_file 400\n")
+	writeFixture(t, filepath.Join(dir, "pids.current"), "3\n")
+	writeFixture(t, filepath.Join(dir, "memory.events"), "oom_kill 1\n")
+	writeFixture(t, filepath.Join(dir, "cgroup.procs"), "")
+	return g, dir
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+// Usage keeps its files open across samples, reads what they hold now, and Remove
+// closes them.
+func TestUsageKeepsFilesOpen(t *testing.T) {
+	g, dir := fakeV2Group(t)
+	before := openFDs(t)
+	if u, err := g.Usage(); err != nil || u.MemoryBytes != 600 {
+		t.Fatalf("Usage = %+v, %v; want 600 bytes", u, err)
+	}
+	opened := openFDs(t)
+	writeFixture(t, filepath.Join(dir, "memory.current"), "5000\n") // same file, rewritten
+	for range 5 {
+		if u, err := g.Usage(); err != nil || u.MemoryBytes != 4600 {
+			t.Fatalf("Usage after a change = %+v, %v; want 4600 bytes (read anew)", u, err)
+		}
+	}
+	if n := openFDs(t); n != opened || opened <= before {
+		t.Errorf("open descriptors: %d before, %d after one Usage, %d after six; want files opened once and kept", before, opened, n)
+	}
+	g.Remove()
+	if n := openFDs(t); n >= before {
+		t.Errorf("open descriptors after Remove = %d, want fewer than %d (the kept files and the group's fd closed)", n, before)
+	}
+}
+
+// Usage after Remove is an error: its files are closed, and are not read again (nor
+// would a descriptor number reused by another file be read as the group's).
+func TestUsageAfterRemoveIsAnError(t *testing.T) {
+	g, _ := fakeV2Group(t)
+	if _, err := g.Usage(); err != nil {
+		t.Fatal(err)
+	}
+	g.Remove() // the fixture directory holds files, so it stays: only the group is done
+	u, err := g.Usage()
+	if !errors.Is(err, errRemoved) || u != (Usage{}) {
+		t.Errorf("Usage after Remove = %+v, %v; want an error saying it was removed", u, err)
+	}
+}
+
+// The sampler's Usage runs while the container's exit path kills and removes the
+// group: with -race, this fails if they share anything unguarded.
+func TestUsageConcurrentWithKillAndRemove(t *testing.T) {
+	for range 20 {
+		g, _ := fakeV2Group(t)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		for range 2 {
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					g.Usage()
+				}
+			}()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := g.Kill(ctx); err != nil {
+			t.Error(err)
+		}
+		cancel()
+		g.Remove()
+		wg.Wait()
+		if _, err := g.Usage(); !errors.Is(err, errRemoved) {
+			t.Errorf("Usage after Remove = %v, want removed", err)
+		}
+	}
+}
