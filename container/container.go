@@ -83,7 +83,7 @@ type Container struct {
 	// then kills its process group, not the cgroup (exited).
 	overlap atomic.Bool
 	group   *cgroup.Group
-	placed atomic.Pointer[proc.Cgroup]
+	placed  atomic.Pointer[proc.Cgroup]
 	// samples come from the instance's sampler (usage.go); usage is what the loop
 	// last made of them, published apart from the status: a new sample every second
 	// is no status change to report. exitOOMs is the group's OOM kills at the

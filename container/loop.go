@@ -150,7 +150,7 @@ type loop struct {
 	// joined a stop that was started without one.
 	destroyAfter *StopOp
 
-	ro rollout // the old process of a start_first update (startfirst.go)
+	ro    rollout  // the old process of a start_first update (startfirst.go)
 	usage runUsage // the runs' usage and memory_restart (usage.go)
 }
 
