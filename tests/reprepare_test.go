@@ -115,7 +115,7 @@ func TestReloadChangedResourceReprepares(t *testing.T) {
 	if code := post(t, tp, "/v1/reload"); code != 200 {
 		t.Fatalf("reload: HTTP %d", code)
 	}
-	doc = tp.waitStatus(15*time.Second, "re-preparing", func(d status.Document) bool {
+	tp.waitStatus(15*time.Second, "re-preparing", func(d status.Document) bool {
 		return d.State == status.InstancePreparing && d.Installed.Status == "False" && d.Installed.Reason == status.ReasonPreparing
 	})
 	if code := post(t, tp, "/v1/containers/app/restart"); code != 409 {
