@@ -142,15 +142,19 @@ func (g *Group) readKey(dir, name, key string, buf *[]byte) (int64, error) {
 	return n, nil
 }
 
+// nextLine splits the first line off data, without its newline.
+func nextLine(data []byte) (line, rest []byte) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return data[:i], data[i+1:]
+	}
+	return data, nil
+}
+
 // valueOf is the value after key in a flat-keyed text, without allocating.
 func valueOf(data []byte, key string) ([]byte, bool) {
 	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+		var line []byte
+		line, data = nextLine(data)
 		if k, v, ok := bytes.Cut(line, []byte{' '}); ok && string(k) == key {
 			return bytes.TrimSpace(v), true
 		}

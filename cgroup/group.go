@@ -210,12 +210,8 @@ func (g *Group) pids(buf *[]byte) ([]int, error) {
 		}
 		dirs++
 		for len(data) > 0 {
-			line := data
-			if i := bytes.IndexByte(data, '\n'); i >= 0 {
-				line, data = data[:i], data[i+1:]
-			} else {
-				data = nil
-			}
+			var line []byte
+			line, data = nextLine(data)
 			if pid, err := atoi(bytes.TrimSpace(line)); err == nil {
 				g.members = append(g.members, int(pid))
 			}
