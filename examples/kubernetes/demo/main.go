@@ -7,8 +7,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"net"
@@ -34,8 +32,6 @@ func main() {
 		worker(args)
 	case "orphans":
 		orphans(args)
-	case "token":
-		token(args)
 	case "alloc":
 		alloc(args)
 	case "sleep":
@@ -53,30 +49,9 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage: demo web [--port N] [--drain DUR]
        demo worker [--every DUR]
        demo orphans [--count N] [--linger DUR]
-       demo token FILE
        demo alloc [--mb N]
        demo sleep DUR`)
 	os.Exit(2)
-}
-
-// token writes 32 random bytes, hex-encoded, to FILE (mode 0400), unless FILE has
-// one already: the API token of deployment.yaml's init container, made in the pod so
-// that no manifest carries it.
-func token(args []string) {
-	if len(args) != 1 {
-		usage()
-	}
-	if _, err := os.Stat(args[0]); err == nil {
-		return
-	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		fatal(err)
-	}
-	if err := os.WriteFile(args[0], []byte(hex.EncodeToString(b)+"\n"), 0o400); err != nil {
-		fatal(err)
-	}
-	event("token", "file", args[0])
 }
 
 // event prints one timed line: "at_ms=1764000000123 event=NAME k=v...".
