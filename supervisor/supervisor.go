@@ -183,10 +183,7 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 	if err := sv.openCgroups(); err != nil {
 		return 1, &ExitError{err}
 	}
-	if sv.opts.ReportURL != "" {
-		sv.reporter = api.StartReporter(sv.opts.ReportURL, sv.opts.ReportInterval, sv.Status, sv.log)
-		defer sv.reporter.Stop()
-	}
+	defer sv.startReporter()()
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
@@ -215,6 +212,16 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 		sv.reload(req)
 	}
 	return sv.supervise(ctx, signals, srv)
+}
+
+// startReporter starts the reports to --report-url, if any, and returns what stops
+// them.
+func (sv *Supervisor) startReporter() (stop func()) {
+	if sv.opts.ReportURL == "" {
+		return func() {}
+	}
+	sv.reporter = api.StartReporter(sv.opts.ReportURL, sv.opts.ReportInterval, sv.Status, sv.log)
+	return sv.reporter.Stop
 }
 
 // setUp finishes the process-wide set-up (subreaper, signals) and reads the API
