@@ -146,21 +146,29 @@ func TestReloadChangedResourceReprepares(t *testing.T) {
 	termAndWait(t, tp, 10*time.Second)
 }
 
+// startReprep runs reprepSpec with conf.txt at version 1 until app and other run and
+// the init container and app's start are recorded; it returns their pids.
+func startReprep(t *testing.T) (srv *fileServer, tp *tend, app, other int) {
+	t.Helper()
+	srv = newFileServer(t, map[string]string{"/v1": "version 1"})
+	tp = start(t, reprepSpec(srv, "/v1", "0", "[sleep, '60']"))
+	doc := tp.waitStatus(15*time.Second, "app running", func(d status.Document) bool {
+		return containerStatus(d, "app").State == status.Running && containerStatus(d, "other").State == status.Running
+	})
+	app, other = runningPid(t, doc, "app"), runningPid(t, doc, "other")
+	waitEvents(t, tp.dir, 2)
+	return srv, tp, app, other
+}
+
 // A reload that changes only a container that depends on nothing prepared does not
 // re-prepare: the init container does not run again, the other containers keep
 // their processes.
 func TestReloadUnrelatedContainerNoReprepare(t *testing.T) {
-	srv := newFileServer(t, map[string]string{"/v1": "version 1"})
-	tp := start(t, reprepSpec(srv, "/v1", "0", "[sleep, '60']"))
-	doc := tp.waitStatus(15*time.Second, "app running", func(d status.Document) bool {
-		return containerStatus(d, "app").State == status.Running && containerStatus(d, "other").State == status.Running
-	})
-	app, other := runningPid(t, doc, "app"), runningPid(t, doc, "other")
-	waitEvents(t, tp.dir, 2)
+	srv, tp, app, other := startReprep(t)
 
 	writeSpec(t, tp, reprepSpec(srv, "/v1", "0", "[sleep, '61']"))
 	post(t, tp, "/v1/reload")
-	doc = tp.waitStatus(15*time.Second, "other restarted", func(d status.Document) bool {
+	doc := tp.waitStatus(15*time.Second, "other restarted", func(d status.Document) bool {
 		c := containerStatus(d, "other")
 		return c.State == status.Running && c.Pid != nil && *c.Pid != other
 	})
@@ -184,17 +192,11 @@ func TestReloadUnrelatedContainerNoReprepare(t *testing.T) {
 // untouched, the old file stays, the init container does not run again, and
 // reload_error says why.
 func TestReloadReprepareFetchFailureChangesNothing(t *testing.T) {
-	srv := newFileServer(t, map[string]string{"/v1": "version 1"})
-	tp := start(t, reprepSpec(srv, "/v1", "0", "[sleep, '60']"))
-	doc := tp.waitStatus(15*time.Second, "app running", func(d status.Document) bool {
-		return containerStatus(d, "app").State == status.Running && containerStatus(d, "other").State == status.Running
-	})
-	app, other := runningPid(t, doc, "app"), runningPid(t, doc, "other")
-	waitEvents(t, tp.dir, 2)
+	srv, tp, app, other := startReprep(t)
 
 	writeSpec(t, tp, reprepSpec(srv, "/missing", "0", "[sleep, '60']"))
 	post(t, tp, "/v1/reload")
-	doc = tp.waitStatus(30*time.Second, "reload_error", func(d status.Document) bool {
+	doc := tp.waitStatus(30*time.Second, "reload_error", func(d status.Document) bool {
 		return strings.Contains(d.ReloadError, `resource "conf.txt"`)
 	})
 	if pid := runningPid(t, doc, "app"); pid != app {
