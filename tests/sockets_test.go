@@ -147,7 +147,7 @@ containers:
 	if fds := waitFile(t, 10*time.Second, filepath.Join(tp.dir, "other-fds")); strings.Contains(fds, "socket:") {
 		t.Errorf("another container's process holds a socket:\n%s", fds)
 	}
-	env := strings.Fields(waitFile(t, 10*time.Second, filepath.Join(tp.dir, "env")))
+	env := serverLine(t, tp, "env")
 	if len(env) != 4 || env[0] != env[3] || env[1] != "2" || env[2] != "http:web" {
 		t.Fatalf("LISTEN_PID LISTEN_FDS LISTEN_FDNAMES pid = %q; want the pid twice, 2, http:web", env)
 	}
@@ -172,10 +172,7 @@ containers:
     restart_policy: {min_period_ms: 500, max_period_ms: 500, max_jitter_ms: 0}
     sockets: [{listen: "{ADDR}"}]
 `)
-	first, err := strconv.Atoi(strings.Fields(waitFile(t, 10*time.Second, filepath.Join(tp.dir, "env")))[3])
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := serverPid(t, tp, "env")
 	os.Remove(filepath.Join(tp.dir, "env"))
 	if err := syscall.Kill(tp.hostPid(first), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -404,10 +401,7 @@ containers:
     readiness_probe: {notify: {}}
     restart_policy: {min_period_ms: 100, max_period_ms: 100, max_jitter_ms: 0}
 `)
-	old, err := strconv.Atoi(strings.Fields(waitFile(t, 10*time.Second, filepath.Join(tp.dir, "env")))[3])
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := serverPid(t, tp, "env")
 	if code := post(t, tp, "/v1/containers/web/restart"); code != 200 {
 		t.Fatalf("restart: %d", code)
 	}

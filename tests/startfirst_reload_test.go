@@ -34,10 +34,23 @@ func reloadSpec(t *testing.T, tp *tend, addr, text string) {
 	}
 }
 
-// serverPid is the pid the socket server started with file wrote there.
+// serverLine is the line the socket server started with file wrote there (it may
+// exist before its line is written): LISTEN_PID LISTEN_FDS LISTEN_FDNAMES pid.
+func serverLine(t *testing.T, tp *tend, file string) []string {
+	t.Helper()
+	var fields []string
+	waitFor(t, 10*time.Second, "the server's line in "+file, func() (bool, string) {
+		b, _ := os.ReadFile(filepath.Join(tp.dir, file))
+		fields = strings.Fields(string(b))
+		return len(fields) > 3, string(b)
+	})
+	return fields
+}
+
+// serverPid is the pid in serverLine.
 func serverPid(t *testing.T, tp *tend, file string) int {
 	t.Helper()
-	pid, err := strconv.Atoi(strings.Fields(waitFile(t, 10*time.Second, filepath.Join(tp.dir, file)))[3])
+	pid, err := strconv.Atoi(serverLine(t, tp, file)[3])
 	if err != nil {
 		t.Fatal(err)
 	}
