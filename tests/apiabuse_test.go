@@ -62,6 +62,7 @@ func tcpClient() *http.Client {
 // after the read timeout (10 s) tend has closed them all. Before, they held their
 // slots for good and /v1/live over TCP timed out.
 func TestAPIStalledBodiesDoNotHoldTCP(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	apiAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	tp := start(t, `
 containers:
@@ -153,6 +154,7 @@ func TestLogsSlowClientsMemoryBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -165,11 +167,8 @@ func TestLogsSlowClientsMemoryBound(t *testing.T) {
     command: ["sh", "-c", "l=$(head -c 61440 /dev/zero | tr '\\0' x); while :; do echo $l; sleep 0.05; done"]
 `, i)
 	}
-	bin := tendBin
-	tendBin = plainTend(t) // the race detector's memory is not tend's
-	tp := start(t, b.String(), runOpts{discard: true,
+	tp := start(t, b.String(), runOpts{discard: true, bin: plainTend(t), // the race detector's memory is not tend's
 		args: []string{"--listen", "unix:{DIR}/tend.sock", "--listen", apiAddr, "--api-token-file", tokenFile}})
-	tendBin = bin
 	tp.waitStatus(10*time.Second, "all running", func(d status.Document) bool { return d.Ready.True() })
 	time.Sleep(time.Second) // the rings fill (1 MiB each)
 	pid := tp.pid()

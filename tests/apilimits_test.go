@@ -52,6 +52,7 @@ func openFDs(pid int) int {
 // once. Before the cap, tend accepted until "too many open files", the probe failed
 // with it and the healthy container was killed.
 func TestAPIConnectionFloodSparesSupervision(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	probePort := acceptAll(t)
 	apiPort := freePort(t)
 	tp := start(t, fmt.Sprintf(`

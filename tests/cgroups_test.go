@@ -150,7 +150,7 @@ func TestGrandchildGoneBeforeRestart(t *testing.T) {
 	tp := start(t, `
 containers:
   - name: flap
-    command: ["sh", "-c", "if [ -s {DIR}/gc.pid ]; then s=$(grep ^State: /proc/$(cat {DIR}/gc.pid)/status 2>/dev/null | cut -f2 | cut -c1); echo \"state:$s\" > {DIR}/second; exec sleep 600; fi; setsid sh -c 'sleep 1000 & echo $! > {DIR}/gc.pid'; exit 1"]
+    command: ["sh", "-c", "if [ -s {DIR}/gc.pid ]; then s=$(grep ^State: /proc/$(cat {DIR}/gc.pid)/status 2>/dev/null | cut -f2 | cut -c1); echo \"state:$s\" > {DIR}/second.new; mv {DIR}/second.new {DIR}/second; exec sleep 600; fi; setsid sh -c 'sleep 1000 & echo $! > {DIR}/gc.pid'; exit 1"]
     restart_policy: {min_period_ms: 0, max_jitter_ms: 0}
 `)
 	if newTestCgroup(t) == nil {

@@ -215,6 +215,7 @@ func TestCLIStatusDefaultSocketMissing(t *testing.T) {
 // status --watch prints the table again when the status changes, and only then; not
 // on a terminal it appends (no ANSI codes). It ends with exit 1 when tend goes away.
 func TestCLIStatusWatch(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp := start(t, `
 containers:
   - name: app

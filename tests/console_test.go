@@ -158,6 +158,7 @@ func unpadded(out string) string { return paddedName.ReplaceAllString(out, "$1 |
 // restarted, `tend restart` answers, the dropped console lines are counted in status,
 // and SIGTERM ends tend within seconds.
 func TestConsoleNobodyReads(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	fifo := filepath.Join(t.TempDir(), "console")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)

@@ -130,6 +130,7 @@ func TestForeignErrorsNameTheOriginalLine(t *testing.T) {
 // The pod_agent example runs as it is: a failing liveness check kills the workload,
 // and the stop policy's SIGINT stops it on shutdown before its destroy policy runs.
 func TestPodAgentExampleRuns(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp := start(t, readForeign(t, "pod_agent.yaml"))
 	tp.waitStatus(20*time.Second, "server ready", func(d status.Document) bool {
 		return containerStatus(d, "server").Ready.Status == "True"
@@ -197,6 +198,7 @@ func TestISSExampleRuns(t *testing.T) {
 // worker), told by the times in the status document; the one-shot migration
 // completes.
 func TestProcessComposeExampleRuns(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp := start(t, readForeign(t, "process-compose.yaml"))
 	doc := tp.waitStatus(30*time.Second, "db ready, migrate completed, api ready and worker running", func(d status.Document) bool {
 		m := containerStatus(d, "migrate")
@@ -417,6 +419,10 @@ func runMeasured(t *testing.T, dir string, args ...string) (int, string, time.Du
 // Foreign files of a few KB that expand to millions of nodes (aliases, numprocs) are
 // refused before anything is built: a clear error within seconds and in well under
 // 100 MB, by every command that reads them (they used to take 8 to 24 GB).
+//
+// Not parallel: the peak RSS wait4 reports starts at the test process's own (exec
+// keeps the high-water mark of the vfork parent's memory), which the parallel tests'
+// captured floods raise above the bound.
 func TestForeignBoundsMemory(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{

@@ -121,6 +121,7 @@ func TestDocsSpecsValidate(t *testing.T) {
 
 // TestDocsCommands runs the shell blocks of README.md and docs/reference.md.
 func TestDocsCommands(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the README's first spec runs python3, which is not installed")
 	}

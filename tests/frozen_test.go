@@ -75,11 +75,13 @@ func frozenTend(t *testing.T, name string, n int, d time.Duration) {
 // read the WATCHDOG=1s queued on the notify socket. It gets a fresh period instead.
 // Two freezes of 3 s, six watchdog periods each.
 func TestFrozenTendKeepsWatchdog(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	frozenTend(t, "pinging", 2, 3*time.Second)
 }
 
 // Nor may it kill one whose exec check's child exited while tend was frozen: the
 // check's time limit fires late, before the exit is reaped.
 func TestFrozenTendKeepsExecProbed(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	frozenTend(t, "probed", 3, 2*time.Second)
 }

@@ -25,6 +25,13 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
+// tendBin is the tend under test, built by TestMain with the race detector.
+//
+// parallelTests: the tests that spend seconds waiting (floods, frozen tends, memory
+// bounds, start-first under load) call t.Parallel(), so that they wait together after
+// the quick ones (`make test` runs six at a time). Such a test uses no fixed port
+// another parallel test uses, no t.Setenv, and never reassigns a package variable (a
+// test that needs another binary says so in runOpts.bin).
 var tendBin string
 
 // noPIDNamespace says why tend cannot run as PID 1 of a new PID namespace here (not
@@ -95,6 +102,7 @@ type runOpts struct {
 	after   []string // extra arguments after SPEC
 	env     []string
 	wrap    []string // a command that runs tend (e.g. prlimit --nofile=S:H); it must exec it
+	bin     string   // the tend binary to run; "" is tendBin (plainTend for memory tests)
 	// cgroup is the cgroup tend starts in; nil: a fresh one of its own (newTestCgroup),
 	// so that parallel tends never share <start>/containers (they would lock each
 	// other out), unless noCgroup: then the test process's own.
@@ -140,7 +148,11 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 	if cg == nil && !o.noCgroup {
 		cg = newTestCgroup(t) // before tend's cleanup below, so it is removed after tend
 	}
-	argv := append(append(append(cg.wrap(), o.wrap...), tendBin), args...)
+	bin := tendBin
+	if o.bin != "" {
+		bin = o.bin
+	}
+	argv := append(append(append(cg.wrap(), o.wrap...), bin), args...)
 	var cmd *exec.Cmd
 	if inNamespace {
 		cmd = exec.Command("unshare", append([]string{"--pid", "--fork", "--mount-proc", "--kill-child"}, argv...)...)

@@ -211,6 +211,7 @@ containers:
 // (an event says so); next_start_at shows the next time; and tend, in job mode
 // (every container never or on_failure), keeps running between runs.
 func TestScheduleRunsAndSkips(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp := start(t, `
 containers:
   - name: tick

@@ -64,6 +64,7 @@ func limitLine(t *testing.T, limits, name string) string {
 // gid, no supplementary groups of root) with its limits in effect at exec; its init
 // command, exec readiness probe and notify readiness run so too; tend keeps its own.
 func TestUserAndRlimits(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}

@@ -18,6 +18,7 @@ import (
 // writes: rotated files are removed in the rotation itself (lumberjack removed them in
 // the background and fell behind: 136 files of 1 MB with max_files 3).
 func TestLogRotationBoundsDiskUse(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp := start(t, `
 containers:
   - name: web
@@ -90,6 +91,7 @@ func fill(t *testing.T, path string) {
 // the container's log_error says why; when space is back, one line says it recovered,
 // log_error is "" again, and new lines reach the file.
 func TestLogWriteErrorsAreReported(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	mnt := mountTmpfs(t, 1<<20)
 	logFile := filepath.Join(mnt, "web.log")
 	tp := start(t, fmt.Sprintf(`

@@ -28,10 +28,7 @@ func TestLogsMemoryBound(t *testing.T) {
     command: ["sh", "-c", "seq -f '%%099g' 1 2000; touch {DIR}/done-%d; exec sleep 600"]
 `, i, keep, i)
 		}
-		bin := tendBin
-		tendBin = plainTend(t)
-		tp = start(t, b.String(), runOpts{discard: true})
-		tendBin = bin
+		tp = start(t, b.String(), runOpts{discard: true, bin: plainTend(t)})
 		for i := range containers {
 			waitFile(t, 60*time.Second, filepath.Join(tp.dir, fmt.Sprintf("done-%d", i)))
 		}

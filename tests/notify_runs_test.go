@@ -45,6 +45,7 @@ func runHelper(c *net.UnixConn, arg string) (code int, exit bool) {
 // of those silent runs may ever be shown ready. A leftover datagram of the run before,
 // read once the next had started, made about 1 run in 90 ready.
 func TestNotifyReadyOfAnEarlierRunIgnored(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	const runs = 300
 	tp := startLifecycle(t, fmt.Sprintf(`
 containers:

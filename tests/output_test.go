@@ -33,6 +33,7 @@ func vmHWM(t *testing.T, pid int) int {
 // does not grow tend's memory past a fixed bound, and does not block another
 // container's output.
 func TestOutputFloodHasBoundedMemory(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp := start(t, `
 containers:
   - name: calm

@@ -192,6 +192,7 @@ func TestReloadUnrelatedContainerNoReprepare(t *testing.T) {
 // untouched, the old file stays, the init container does not run again, and
 // reload_error says why.
 func TestReloadReprepareFetchFailureChangesNothing(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	srv, tp, app, other := startReprep(t)
 
 	writeSpec(t, tp, reprepSpec(srv, "/missing", "0", "[sleep, '60']"))

@@ -200,10 +200,12 @@ func TestResourceExtractionMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates 200 MB of archives")
 	}
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	data := t.TempDir()
 	started := time.Now()
 	tgz, zip := filepath.Join(data, "paths.tgz"), filepath.Join(data, "entries.zip")
-	longPathsTgz(t, tgz, 250_000, 3774)
+	// 25,000 names of 3774 bytes: 94 MB, past the 64 MiB bound of names.
+	longPathsTgz(t, tgz, 25_000, 3774)
 	emptyEntriesZip(t, zip, 2_000_000)
 	t.Logf("archives made in %v", time.Since(started))
 	good := filepath.Join(data, "good.tgz")
@@ -222,10 +224,7 @@ containers:
     command: ["sleep", "60"]
 `, rev, archive)
 	}
-	bin := tendBin
-	tendBin = plainTend(t)
-	tp := start(t, spec(1, good))
-	tendBin = bin
+	tp := start(t, spec(1, good), runOpts{bin: plainTend(t)})
 	tp.waitStatus(15*time.Second, "geo ready", func(d status.Document) bool {
 		return dynamicStatus(d, "geo").State == "ready" && containerStatus(d, "app").State == status.Running
 	})

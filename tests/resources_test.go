@@ -101,6 +101,7 @@ containers:
 // A wrong checksum keeps installed False with the reason, starts nothing, puts no
 // file in place, and init_timeout_ms ends preparing with exit 1.
 func TestResourceWrongChecksumStartsNothing(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	srv := newFileServer(t, map[string]string{"/model.bin": "not the model"})
 	want := "MD5:99300b5d1e10ec1d72cb45d023fe86ac"
 	tp := start(t, `

@@ -409,6 +409,7 @@ containers:
 // runs again, the init container is in backoff between its tries, and the
 // containers are listed as waiting.
 func TestFailingInitContainerSaysWhy(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp := start(t, `
 init_containers:
   - name: setup
@@ -445,6 +446,7 @@ containers:
 // Containers get tend's umask, also those started while the API comes up (its
 // socket is made 0600 without changing the process's umask, which they would inherit).
 func TestContainersGetTendsUmask(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 // ten times in two seconds (the default period, 5 s, would check at most once), and
 // initial_delay: 100ms lets the first check come long before the default 5 s.
 func TestProbeShorthandPeriod(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp := start(t, `
 containers:
   - name: app

@@ -334,6 +334,7 @@ func TestGunicornTakesTheSocket(t *testing.T) {
 // restart replaced the process. Each new process takes 300 ms to be ready, and
 // meanwhile status shows both (old_pid): the old one serves until then.
 func TestStartFirstRestartsUnderLoad(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp, addr := startSockets(t, `
 containers:
   - name: web
@@ -429,6 +430,7 @@ containers:
 // gunicorn restarted start-first under load (its SIGTERM is a graceful stop) fails
 // no request, and each restart replaced the master.
 func TestGunicornStartFirstUnderLoad(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp, addr := startGunicorn(t)
 	tp.waitStatus(20*time.Second, "gunicorn ready", func(d status.Document) bool {
 		return containerStatus(d, "web").Ready.True()

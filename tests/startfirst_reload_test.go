@@ -94,6 +94,7 @@ containers:
 // by the same reloads is replaced as before: a new container (no restarts, never an
 // old_pid), not an update of the running one.
 func TestStartFirstReloadUnderLoad(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp, addr := startSockets(t, fmt.Sprintf(startFirstWeb, "v0", "600"))
 	before := serverPid(t, tp, "v0")
 	tp.waitStatus(10*time.Second, "web ready", func(d status.Document) bool { return containerStatus(d, "web").Ready.True() })
@@ -134,6 +135,7 @@ func TestStartFirstReloadUnderLoad(t *testing.T) {
 // the old spec, fails no connection, and last_exit and the log say why. The reload
 // still counts as applied: a reload back to the old spec changes nothing.
 func TestStartFirstReloadBrokenVersionKeepsTheOld(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	for _, tc := range []struct{ name, lines, want string }{
 		{"exits at once", `    command: [sh, -c, "echo broken >&2; exit 3"]`,
 			"the new process failed (exit code 3); the old one keeps running with the old spec"},

@@ -273,6 +273,7 @@ func checkSpan(t *testing.T, what string, d, lo, hi time.Duration, tl timeline) 
 // gets SIGTERM only once it is over, and SIGKILL after term_timeout_ms as it ignores
 // SIGTERM; tend still exits 0.
 func TestStopExecHandlerRetriesThenTermThenKill(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp, _ := startStop(t, `
 containers:
   - name: app

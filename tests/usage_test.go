@@ -82,6 +82,7 @@ containers:
 // Usage from the cgroup: a process holding ~50 MiB shows about that much, a busy loop
 // shows its CPU time growing and a CPU %, and `tend status` prints CPU and MEM.
 func TestUsageFromCgroup(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	cg := needTestCgroup(t)
 	prog := writeProgram(t, "hold.py", hold)
 	tp := start(t, `
@@ -121,6 +122,7 @@ containers:
 // policy, from the cgroup and, with cgroups off, from /proc: last_exit says why and
 // the restart counts.
 func TestMemoryRestart(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	prog := writeProgram(t, "grow.py", grow)
 	for _, mode := range []string{"auto", "off"} {
 		t.Run(mode, func(t *testing.T) {
