@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	_ "github.com/tend-sh/tend/internal/quietlog" // before the metrics package logs at init
+	_ "github.com/tend-sh/tend/internal/quietlog" // before any package could log at init
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; without it

@@ -4,8 +4,6 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/VictoriaMetrics/metrics"
-
 	"github.com/tend-sh/tend/internal/promtext"
 	"github.com/tend-sh/tend/probes"
 	"github.com/tend-sh/tend/proc"
@@ -15,24 +13,20 @@ import (
 // serveMetrics writes /metrics in the Prometheus text format (docs/reference.md "Metrics"): each
 // family once, opened by its HELP and TYPE lines and followed by all its samples. The
 // container families come from one status snapshot taken at scrape time.
-//
-// The samples are written by VictoriaMetrics/metrics with its metadata option left
-// off (the default): with it on, the library writes a HELP and TYPE pair, without
-// help text, before every sample it is handed.
 func (a *Server) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	doc := a.sv.Status()
 	setWriteDeadline(w)
 	promtext.Family(w, "tend_instance_ready", "gauge", "1 when the instance's ready condition is True, else 0.")
-	metrics.WriteGaugeUint64(w, "tend_instance_ready", b2u(doc.Ready.True()))
+	promtext.Uint(w, "tend_instance_ready", b2u(doc.Ready.True()))
 	promtext.Family(w, "tend_instance_installed", "gauge", "1 when the instance's installed condition is True, else 0.")
-	metrics.WriteGaugeUint64(w, "tend_instance_installed", b2u(doc.Installed.True()))
+	promtext.Uint(w, "tend_instance_installed", b2u(doc.Installed.True()))
 	writeContainerMetrics(w, doc.Containers)
 	probes.WriteMetrics(w)
 	promtext.Family(w, "tend_orphans_reaped_total", "counter", "Orphaned processes tend reaped that were none of its containers.")
-	metrics.WriteCounterUint64(w, "tend_orphans_reaped_total", proc.OrphansReaped())
+	promtext.Uint(w, "tend_orphans_reaped_total", proc.OrphansReaped())
 	promtext.Family(w, "tend_console_dropped_lines_total", "counter", "Lines dropped because tend's stdout or stderr did not take them in time (log files and tend logs keep them).")
-	metrics.WriteCounterUint64(w, "tend_console_dropped_lines_total", doc.ConsoleDroppedLines)
+	promtext.Uint(w, "tend_console_dropped_lines_total", doc.ConsoleDroppedLines)
 	writeProcessMetrics(w)
 }
 
@@ -65,27 +59,19 @@ func writeContainerMetrics(w io.Writer, containers []status.Container) {
 	promtext.Family(w, "tend_container_state", "gauge", "1 for the state the container is in, 0 for the others.")
 	for i, c := range containers {
 		for _, s := range containerStates {
-			metrics.WriteGaugeUint64(w, `tend_container_state{`+labels[i]+`,state="`+string(s)+`"}`, b2u(c.State == s))
+			promtext.Uint(w, `tend_container_state{`+labels[i]+`,state="`+string(s)+`"}`, b2u(c.State == s))
 		}
 	}
 	for _, f := range containerFamilies {
 		promtext.Family(w, f.name, f.typ, f.help)
 		for i, c := range containers {
-			writeSample(w, f.typ, f.name+"{"+labels[i]+"}", f.value(c))
+			promtext.Uint(w, f.name+"{"+labels[i]+"}", f.value(c))
 		}
 	}
 	// CPU time is fractional: the one family written as a float.
 	promtext.Family(w, "tend_container_cpu_seconds_total", "counter", "CPU time of the container's current run, in seconds: every process of it, live and exited.")
 	for i, c := range containers {
-		metrics.WriteCounterFloat64(w, "tend_container_cpu_seconds_total{"+labels[i]+"}", c.Usage.CPUSeconds)
-	}
-}
-
-func writeSample(w io.Writer, typ, name string, value uint64) {
-	if typ == "counter" {
-		metrics.WriteCounterUint64(w, name, value)
-	} else {
-		metrics.WriteGaugeUint64(w, name, value)
+		promtext.Float(w, "tend_container_cpu_seconds_total{"+labels[i]+"}", c.Usage.CPUSeconds)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"golang.org/x/sys/unix"
 
 	"github.com/tend-sh/tend/internal/promtext"
@@ -24,25 +23,25 @@ var processStart = time.Now()
 func writeProcessMetrics(w io.Writer) {
 	if st, ok := readSelfStat(); ok {
 		promtext.Family(w, "process_cpu_seconds_total", "counter", "User and system CPU time tend has used, in seconds.")
-		metrics.WriteCounterFloat64(w, "process_cpu_seconds_total", float64(st.utime+st.stime)/userHZ)
+		promtext.Float(w, "process_cpu_seconds_total", float64(st.utime+st.stime)/userHZ)
 		promtext.Family(w, "process_resident_memory_bytes", "gauge", "Resident memory size of tend in bytes.")
-		metrics.WriteGaugeUint64(w, "process_resident_memory_bytes", st.rssPages*uint64(os.Getpagesize()))
+		promtext.Uint(w, "process_resident_memory_bytes", st.rssPages*uint64(os.Getpagesize()))
 		promtext.Family(w, "process_virtual_memory_bytes", "gauge", "Virtual memory size of tend in bytes.")
-		metrics.WriteGaugeUint64(w, "process_virtual_memory_bytes", st.vsizeBytes)
+		promtext.Uint(w, "process_virtual_memory_bytes", st.vsizeBytes)
 	}
 	if n, err := openFDs(); err == nil {
 		promtext.Family(w, "process_open_fds", "gauge", "File descriptors tend has open.")
-		metrics.WriteGaugeUint64(w, "process_open_fds", n)
+		promtext.Uint(w, "process_open_fds", n)
 	}
 	var nofile unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile) == nil {
 		promtext.Family(w, "process_max_fds", "gauge", "Limit on the file descriptors tend may open (RLIMIT_NOFILE).")
-		metrics.WriteGaugeUint64(w, "process_max_fds", nofile.Cur)
+		promtext.Uint(w, "process_max_fds", nofile.Cur)
 	}
 	promtext.Family(w, "process_start_time_seconds", "gauge", "Start time of tend since the Unix epoch, in seconds.")
-	metrics.WriteGaugeFloat64(w, "process_start_time_seconds", float64(processStart.UnixMilli())/1000)
+	promtext.Float(w, "process_start_time_seconds", float64(processStart.UnixMilli())/1000)
 	promtext.Family(w, "go_goroutines", "gauge", "Goroutines in tend.")
-	metrics.WriteGaugeUint64(w, "go_goroutines", uint64(runtime.NumGoroutine()))
+	promtext.Uint(w, "go_goroutines", uint64(runtime.NumGoroutine()))
 }
 
 // userHZ is the unit of the CPU times in /proc/PID/stat: fixed at 100 for user space.

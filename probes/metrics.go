@@ -3,8 +3,6 @@ package probes
 import (
 	"io"
 
-	"github.com/VictoriaMetrics/metrics"
-
 	"github.com/tend-sh/tend/internal/promtext"
 )
 
@@ -14,34 +12,34 @@ import (
 //	tend_probe_checks_total{container="web",probe="liveness",result="success|failure"}
 //	tend_probe_duration_seconds{container="web",probe="liveness"}  (histogram, le buckets)
 var (
-	checkCounts    = metrics.NewSet()
-	checkDurations = metrics.NewSet()
+	checkCounts    = &promtext.Set{}
+	checkDurations = &promtext.Set{}
 )
 
 // WriteMetrics writes the probe families to w in the Prometheus text format.
 func WriteMetrics(w io.Writer) {
 	promtext.Family(w, "tend_probe_checks_total", "counter", "Probe checks by container, probe (liveness, readiness) and result (success, failure).")
-	checkCounts.WritePrometheus(w)
+	checkCounts.Write(w)
 	promtext.Family(w, "tend_probe_duration_seconds", "histogram", "Duration of probe checks in seconds.")
-	checkDurations.WritePrometheus(w)
+	checkDurations.Write(w)
 }
 
 // probeMetrics are the series of one probe, looked up once when it starts so a check
 // only bumps counters.
 type probeMetrics struct {
-	successes *metrics.Counter
-	failures  *metrics.Counter
-	duration  *metrics.PrometheusHistogram
+	successes *promtext.Counter
+	failures  *promtext.Counter
+	duration  *promtext.Histogram
 }
 
 func metricsFor(container string, kind Kind) probeMetrics {
 	labels := `container="` + promtext.EscapeLabel(container) + `",probe="` + kind.String() + `"`
 	return probeMetrics{
-		successes: checkCounts.GetOrCreateCounter(`tend_probe_checks_total{` + labels + `,result="success"}`),
-		failures:  checkCounts.GetOrCreateCounter(`tend_probe_checks_total{` + labels + `,result="failure"}`),
-		// Prometheus-style le buckets (5ms..10s) rather than VictoriaMetrics' vmrange
-		// ones, so that plain Prometheus can run histogram_quantile on them.
-		duration: checkDurations.GetOrCreatePrometheusHistogram(`tend_probe_duration_seconds{` + labels + `}`),
+		successes: checkCounts.Counter(`tend_probe_checks_total{` + labels + `,result="success"}`),
+		failures:  checkCounts.Counter(`tend_probe_checks_total{` + labels + `,result="failure"}`),
+		// Prometheus-style le buckets (5ms..10s), so that plain Prometheus can run
+		// histogram_quantile on them.
+		duration: checkDurations.Histogram(`tend_probe_duration_seconds{` + labels + `}`),
 	}
 }
 

@@ -377,7 +377,7 @@ func TestKindString(t *testing.T) {
 // checks reads the checks_total counter of one probe.
 func checks(container string, kind Kind, result string) uint64 {
 	name := `tend_probe_checks_total{container="` + promtext.EscapeLabel(container) + `",probe="` + kind.String() + `",result="` + result + `"}`
-	return checkCounts.GetOrCreateCounter(name).Get()
+	return checkCounts.Counter(name).Get()
 }
 
 // waitCounter waits until the checks_total counter of one probe reaches want.

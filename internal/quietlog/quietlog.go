@@ -1,9 +1,11 @@
-// Package quietlog silences the standard library logger before the packages that use
-// it at init time run: VictoriaMetrics/metrics logs an INFO line to stderr at start-up
-// when the cgroup has no PSI files, which would land in every tend command's output.
-// Go initialises packages one at a time, taking the first in import-path order whose
-// imports are done; this one needs only io and log, which are done before the
-// metrics package's own imports, so its init runs first. tests/cli_test.go pins it.
+// Package quietlog silences the standard library logger before any other package's
+// init runs, so that no library's log line (at init time or later) lands in a tend
+// command's output: tend's own messages go through its logger, and net/http's server
+// errors are routed there (api.newServer). It was added for a metrics library that
+// logged at init; it stays because its cost is nil and a stray stderr line would
+// break `tend validate`'s silent success (tests/cli_test.go). Go initialises packages
+// one at a time, taking the first in import-path order whose imports are done; this
+// one needs only io and log, so its init runs before those of the larger packages.
 package quietlog
 
 import (
