@@ -8,9 +8,11 @@
 // leak processes, also when benchctl itself is interrupted (SIGINT/SIGTERM kill the
 // supervisor and every descendant).
 //
-//	benchctl launch    [flags] -- CMD...   scenario 1: launch -> first exec of the child
-//	benchctl run       [flags] -- CMD...   scenarios 2-4: RSS, stop time, probe CPU
-//	benchctl summarize -in FILE [-quick]   print the Markdown table
+//	benchctl oneshot   [flags] -- CMD...   launch -> exit of a supervisor whose one child is /bin/true
+//	benchctl launch    [flags] -- CMD...   launch -> first exec of the child (-n N: of the last of N)
+//	benchctl restarts  [flags] -- CMD...   restart turnaround of a child that exits 1 at once
+//	benchctl run       [flags] -- CMD...   RSS, stop time, probe CPU, the soak
+//	benchctl summarize -in FILE            print the Markdown table
 package main
 
 import (
@@ -33,6 +35,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,8 +46,12 @@ func main() {
 	}
 	var err error
 	switch os.Args[1] {
+	case "oneshot":
+		err = cmdOneshot(os.Args[2:])
 	case "launch":
 		err = cmdLaunch(os.Args[2:])
+	case "restarts":
+		err = cmdRestarts(os.Args[2:])
 	case "run":
 		err = cmdRun(os.Args[2:])
 	case "summarize":
@@ -59,7 +66,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchctl launch|run|summarize [flags] [-- CMD...]")
+	fmt.Fprintln(os.Stderr, "usage: benchctl oneshot|launch|restarts|run|summarize [flags] [-- CMD...]")
 	os.Exit(2)
 }
 
@@ -373,12 +380,56 @@ func splitArgv(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // ---------------------------------------------------------------------------
-// launch: scenario 1
+// oneshot: the whole run of `X -- /bin/true`
+
+func cmdOneshot(args []string) error {
+	fs := flag.NewFlagSet("oneshot", flag.ContinueOnError)
+	timeout := fs.Duration("timeout", 15*time.Second, "SIGKILL the tree after this")
+	logPath := fs.String("log", "", "supervisor stdout+stderr (default /dev/null)")
+	out := fs.String("out", "", "append the JSON record here")
+	sup := fs.String("sup", "", "supervisor label")
+	scen := fs.String("scenario", "oneshot", "scenario label")
+	argv, err := splitArgv(fs, args)
+	if err != nil {
+		return err
+	}
+	installSignals()
+	c, t0, err := startChild(argv, *logPath)
+	if err != nil {
+		return err
+	}
+	rec := record{"scenario": *scen, "sup": *sup}
+	var rerr error
+	select {
+	case <-c.done:
+		rec["wall_ms"] = float64(c.exitNS-t0) / 1e6
+		if c.code != 0 {
+			rerr = fmt.Errorf("supervisor exited %d, not 0", c.code)
+		}
+	case <-time.After(*timeout):
+		killTree(c.pid)
+		<-c.done
+		rerr = fmt.Errorf("supervisor did not exit within %v", *timeout)
+	}
+	if rerr != nil {
+		rec["error"] = rerr.Error()
+	}
+	rec["exit"] = c.code
+	rec["leftover"] = reapLeftovers()
+	if err := appendRecord(*out, rec); err != nil {
+		return err
+	}
+	return rerr
+}
+
+// ---------------------------------------------------------------------------
+// launch: launch -> first exec of one child, or of the last of N
 
 func cmdLaunch(args []string) error {
 	fs := flag.NewFlagSet("launch", flag.ContinueOnError)
-	stamp := fs.String("stamp", "", "file the child's stamp program writes (CLOCK_MONOTONIC ns)")
-	timeout := fs.Duration("timeout", 15*time.Second, "give up waiting for the stamp")
+	stamp := fs.String("stamp", "", "file the child's stamp program writes (CLOCK_MONOTONIC ns); with -n > 1, FILE.1 ... FILE.N")
+	n := fs.Int("n", 1, "number of stamp children to wait for")
+	timeout := fs.Duration("timeout", 15*time.Second, "give up waiting for the stamps")
 	stopTimeout := fs.Duration("stop-timeout", 20*time.Second, "SIGKILL the tree after this")
 	logPath := fs.String("log", "", "supervisor stdout+stderr (default /dev/null)")
 	out := fs.String("out", "", "append the JSON record here")
@@ -393,7 +444,17 @@ func cmdLaunch(args []string) error {
 	}
 	installSignals()
 
+	want := map[string]bool{filepath.Base(*stamp): true}
+	if *n > 1 {
+		want = map[string]bool{}
+		for i := 1; i <= *n; i++ {
+			want[filepath.Base(*stamp)+"."+strconv.Itoa(i)] = true
+		}
+	}
 	dir := filepath.Dir(*stamp)
+	for name := range want {
+		os.Remove(filepath.Join(dir, name))
+	}
 	ifd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return err
@@ -402,16 +463,21 @@ func cmdLaunch(args []string) error {
 	if _, err := unix.InotifyAddWatch(ifd, dir, unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE); err != nil {
 		return err
 	}
-	os.Remove(*stamp)
 
 	c, t0, err := startChild(argv, *logPath)
 	if err != nil {
 		return err
 	}
-	stampNS, werr := waitStamp(ifd, *stamp, *timeout, c)
+	first, last, werr := waitStamps(ifd, dir, want, *timeout, c)
 	rec := record{"scenario": *scen, "sup": *sup}
+	if *n > 1 {
+		rec["n"] = *n
+	}
 	if werr == nil {
-		rec["exec_ms"] = float64(stampNS-t0) / 1e6
+		rec["exec_ms"] = float64(last-t0) / 1e6
+		if *n > 1 {
+			rec["first_exec_ms"] = float64(first-t0) / 1e6
+		}
 	} else {
 		rec["error"] = werr.Error()
 	}
@@ -428,38 +494,160 @@ func cmdLaunch(args []string) error {
 	return werr
 }
 
-func waitStamp(ifd int, path string, timeout time.Duration, c *child) (int64, error) {
+// waitStamps waits until every file named in want (in dir) holds a stamp and
+// returns the smallest and the largest. It reads a file when inotify names it (a
+// rename or a close), so waiting for 1000 stamps costs 1000 reads, not 1000 scans
+// of the directory; on a queue overflow it rescans what is still missing.
+func waitStamps(ifd int, dir string, want map[string]bool, timeout time.Duration, c *child) (first, last int64, err error) {
 	deadline := time.Now().Add(timeout)
-	buf := make([]byte, 4096)
-	for {
-		if b, err := os.ReadFile(path); err == nil {
-			v, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-			if perr == nil {
-				return v, nil
-			}
+	buf := make([]byte, 64<<10)
+	missing := len(want)
+	try := func(name string) {
+		if !want[name] {
+			return
 		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			return
+		}
+		delete(want, name)
+		missing--
+		if first == 0 || v < first {
+			first = v
+		}
+		last = max(last, v)
+	}
+	for name := range want { // written before the watch saw it (not the case today; cheap)
+		try(name)
+	}
+	for missing > 0 {
 		select {
 		case <-c.done:
-			return 0, fmt.Errorf("supervisor exited (code %d) before the child wrote %s", c.code, path)
+			return 0, 0, fmt.Errorf("supervisor exited (code %d) with %d of the stamps in %s missing", c.code, missing, dir)
 		default:
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return 0, fmt.Errorf("no stamp in %s after %v", path, timeout)
-		}
-		ms := int(left / time.Millisecond)
-		if ms > 100 {
-			ms = 100
+			return 0, 0, fmt.Errorf("%d stamps missing in %s after %v", missing, dir, timeout)
 		}
 		pfd := []unix.PollFd{{Fd: int32(ifd), Events: unix.POLLIN}}
-		_, _ = unix.Poll(pfd, ms)
-		for { // drain the events; which one it was does not matter
+		_, _ = unix.Poll(pfd, int(min(left, 100*time.Millisecond)/time.Millisecond)+1)
+		for {
 			n, err := unix.Read(ifd, buf)
 			if n <= 0 || err != nil {
 				break
 			}
+			for off := 0; off+unix.SizeofInotifyEvent <= n; {
+				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+				name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+				off += unix.SizeofInotifyEvent + int(ev.Len)
+				if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+					for name := range want {
+						try(name)
+					}
+					continue
+				}
+				try(strings.TrimRight(string(name), "\x00"))
+			}
 		}
 	}
+	return first, last, nil
+}
+
+// ---------------------------------------------------------------------------
+// restarts: the turnaround of a crash loop
+
+func cmdRestarts(args []string) error {
+	fs := flag.NewFlagSet("restarts", flag.ContinueOnError)
+	file := fs.String("file", "", "file the child (stamp -a FILE) appends \"EXEC_NS EXIT_NS\" lines to")
+	skip := fs.Int("skip", 5, "restarts to leave out at the start")
+	count := fs.Int("count", 50, "restarts to measure after those")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up waiting for the restarts")
+	stopTimeout := fs.Duration("stop-timeout", 20*time.Second, "SIGKILL the tree after this")
+	logPath := fs.String("log", "", "supervisor stdout+stderr (default /dev/null)")
+	out := fs.String("out", "", "append the JSON record here")
+	sup := fs.String("sup", "", "supervisor label")
+	scen := fs.String("scenario", "restart", "scenario label")
+	argv, err := splitArgv(fs, args)
+	if err != nil {
+		return err
+	}
+	if *file == "" {
+		return errors.New("-file is required")
+	}
+	installSignals()
+	os.Remove(*file)
+	c, _, err := startChild(argv, *logPath)
+	if err != nil {
+		return err
+	}
+	rec := record{"scenario": *scen, "sup": *sup}
+	// Polling every 10 ms: 100 small reads a second disturb a 2-core machine less
+	// than an inotify wake-up per restart would at pebble's pace.
+	var runs [][2]int64
+	deadline := time.Now().Add(*timeout)
+	var werr error
+	for {
+		runs = readRuns(*file)
+		if len(runs) > *skip+*count {
+			break
+		}
+		if time.Now().After(deadline) {
+			werr = fmt.Errorf("%d runs after %v, want %d", len(runs), *timeout, *skip+*count+1)
+			break
+		}
+		select {
+		case <-c.done:
+			werr = fmt.Errorf("supervisor exited (code %d) after %d runs", c.code, len(runs))
+		case <-time.After(10 * time.Millisecond):
+		}
+		if werr != nil {
+			break
+		}
+	}
+	d, clean := c.stop(*stopTimeout)
+	if werr == nil {
+		var gaps []float64
+		for i := *skip + 1; i <= *skip+*count; i++ {
+			gaps = append(gaps, float64(runs[i][0]-runs[i-1][1])/1e6)
+		}
+		rec["gap_ms"] = median(gaps)
+		sort.Float64s(gaps)
+		rec["gap_p90_ms"] = gaps[len(gaps)*9/10]
+		rec["restarts"] = len(gaps)
+	} else {
+		rec["error"] = werr.Error()
+	}
+	rec["stop_ms"] = float64(d) / 1e6
+	rec["stop_clean"] = clean
+	rec["exit"] = c.code
+	rec["leftover"] = reapLeftovers()
+	if err := appendRecord(*out, rec); err != nil {
+		return err
+	}
+	return werr
+}
+
+// readRuns parses the complete "EXEC_NS EXIT_NS" lines of path, in order.
+func readRuns(path string) [][2]int64 {
+	b, _ := os.ReadFile(path)
+	var runs [][2]int64
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || !strings.HasSuffix(line, "\n") {
+			continue
+		}
+		x, err1 := strconv.ParseInt(f[0], 10, 64)
+		y, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 == nil && err2 == nil {
+			runs = append(runs, [2]int64{x, y})
+		}
+	}
+	return runs
 }
 
 // ---------------------------------------------------------------------------
@@ -473,6 +661,9 @@ func cmdRun(args []string) error {
 	settle := fs.Duration("settle", 2*time.Second, "wait this long after all started before measuring")
 	window := fs.Duration("window", 0, "CPU measurement window (0: none)")
 	ports := fs.String("ports", "", "FROM-TO: benchhttpd ports whose /count is read around the window")
+	gapsPort := fs.Int("gaps-port", 0, "benchhttpd port whose /gaps (per-probe arrival gaps) is read after the window")
+	periodMS := fs.Float64("period-ms", 1000, "probe period, for -gaps-port")
+	rssAt := fs.Duration("rss-at", 0, "also record RSS this long into the window (the soak: 1 min)")
 	stopTimeout := fs.Duration("stop-timeout", 30*time.Second, "SIGKILL the tree after this")
 	logPath := fs.String("log", "", "supervisor stdout+stderr (default /dev/null)")
 	out := fs.String("out", "", "append the JSON record here")
@@ -537,7 +728,13 @@ func cmdRun(args []string) error {
 			return fail(err)
 		}
 	}
+	if *gapsPort > 0 {
+		if err := waitPorts(*gapsPort, *gapsPort, time.Until(deadline)+10*time.Second); err != nil {
+			return fail(err)
+		}
+	}
 	time.Sleep(*settle)
+	rec["threads_start"] = threads(c.pid)
 
 	// 2. the CPU window
 	if *window > 0 {
@@ -555,6 +752,10 @@ func cmdRun(args []string) error {
 		var maxRSS int64
 		tick := time.NewTicker(time.Second)
 		end := time.After(*window)
+		var rssAtC <-chan time.Time
+		if *rssAt > 0 && *rssAt < *window {
+			rssAtC = time.After(*rssAt)
+		}
 	loop:
 		for {
 			select {
@@ -562,6 +763,8 @@ func cmdRun(args []string) error {
 				if r, _ := vmRSSKiB(c.pid); r > maxRSS {
 					maxRSS = r
 				}
+			case <-rssAtC:
+				rec["rss_at_kib"], _ = vmRSSKiB(c.pid)
 			case <-end:
 				break loop
 			case <-c.done:
@@ -596,7 +799,22 @@ func cmdRun(args []string) error {
 				rec["cpu_us_per_probe"] = cpu * 1e6 / float64(probes)
 			}
 		}
+		if *gapsPort > 0 {
+			g, err := readGaps(*gapsPort, w1-w0, *periodMS)
+			if err != nil {
+				return fail(err)
+			}
+			for k, v := range g {
+				rec["gaps_"+k] = v
+			}
+			if n, _ := g["gaps"].(float64); n > 0 {
+				rec["probes_per_s"] = n / secs
+				rec["cpu_us_per_probe"] = cpu * 1e6 / n
+				rec["gap_p99_rel"] = g["p99_ms"].(float64) / *periodMS
+			}
+		}
 	}
+	rec["threads_end"] = threads(c.pid)
 
 	// 3. memory, restarts
 	rss, hwm := vmRSSKiB(c.pid)
@@ -635,6 +853,36 @@ func readCount(port int) (uint64, error) {
 		return 0, err
 	}
 	return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+}
+
+// readGaps reads benchhttpd's /gaps over the last window ns (see benchhttpd).
+func readGaps(port int, window int64, periodMS float64) (map[string]any, error) {
+	url := fmt.Sprintf("http://127.0.0.1:%d/gaps?since_ago_ms=%d&period_ms=%g", port, window/1e6, periodMS)
+	resp, err := httpc.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var g map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&g); err != nil {
+		return nil, fmt.Errorf("%s: %v", url, err)
+	}
+	return g, nil
+}
+
+// threads is the Threads: line of /proc/PID/status (-1 if unreadable).
+func threads(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return -1
 }
 
 func readCounts(from, to int) ([]uint64, error) {
@@ -687,7 +935,81 @@ type row struct {
 	unit     string
 	format   string
 	target   string
-	pass     func(tend float64) bool
+	// pass gives the verdict on tend's median t (scaled); m(sup) is another
+	// column's scaled median in the same row (NaN where it has none).
+	pass func(t float64, m func(sup string) float64) string
+}
+
+// atMost: tend's median is at most x.
+func atMost(x float64) func(float64, func(string) float64) string {
+	return func(t float64, _ func(string) float64) string { return yesNo(t <= x) }
+}
+
+// atMostPeer: tend's median is at most factor × peer's + plus (the issue's targets
+// are relative to peers measured in the same run).
+func atMostPeer(peer string, factor, plus float64) func(float64, func(string) float64) string {
+	return func(t float64, m func(string) float64) string {
+		p := m(peer)
+		if math.IsNaN(p) {
+			return "– (no " + peer + ")"
+		}
+		return yesNo(t <= p*factor+plus) + fmt.Sprintf(" (%s %.3g)", peer, p*factor+plus)
+	}
+}
+
+// startTarget: the N-services targets, at most limit ms and ≥ 3× ahead of pebble
+// and process-compose (where they were measured).
+func startTarget(limit float64) func(float64, func(string) float64) string {
+	return func(t float64, m func(string) float64) string {
+		ok := t <= limit
+		for _, p := range []string{"pebble", "process-compose"} {
+			if v := m(p); !math.IsNaN(v) {
+				ok = ok && 3*t <= v
+			}
+		}
+		return yesNo(ok)
+	}
+}
+
+// summaryRows are the table's rows, in the order of bench/README.md; targets are
+// issue 27's.
+var summaryRows = []row{
+	{"one-shot `X -- /bin/true`, whole run", "oneshot", "wall_ms", 1, "ms", "%.2f", "≤ benchfloor + 0.5 ms", atMostPeer("benchfloor", 1, 0.5)},
+	{"launch → first container exec", "exec", "exec_ms", 1, "ms", "%.2f", "≤ benchfloor + 0.5 ms", atMostPeer("benchfloor", 1, 0.5)},
+	{"50 services: launch → last exec", "start50", "exec_ms", 1, "ms", "%.1f", "≤ 15 ms, ≥ 3× ahead", startTarget(15)},
+	{"50 services: launch → first exec", "start50", "first_exec_ms", 1, "ms", "%.1f", "", nil},
+	{"1000 services: launch → last exec", "start1000", "exec_ms", 1, "ms", "%.0f", "≤ 300 ms, ≥ 3× ahead", startTarget(300)},
+	{"restart turnaround (exit 1 at once, no backoff): exit → next exec", "restart", "gap_ms", 1, "ms", "%.2f", "≤ pebble", atMostPeer("pebble", 1, 0)},
+	{"restart turnaround, 90th percentile", "restart", "gap_p90_ms", 1, "ms", "%.2f", "", nil},
+	{"supervisor RSS, 1 `sleep`", "idle1", "rss_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
+	{"supervisor PSS, 1 `sleep`", "idle1", "pss_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
+	{"supervisor RSS, 50 `sleep`", "stop50", "rss_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
+	{"supervisor RSS, 100 `sleep`", "idle100", "rss_kib", 1.0 / 1024, "MiB", "%.1f", "≤ 8 MiB", atMost(8)},
+	{"supervisor PSS, 100 `sleep`", "idle100", "pss_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
+	{"time until 100 `sleep` run", "idle100", "start_ms", 1, "ms", "%.0f", "", nil},
+	{"SIGTERM → exit, 1 `sleep`", "idle1", "stop_ms", 1, "ms", "%.1f", "", nil},
+	{"SIGTERM → exit, 50 `sleep`", "stop50", "stop_ms", 1, "ms", "%.1f", "≤ 5 ms", atMost(5)},
+	{"SIGTERM → exit, 100 `sleep`", "idle100", "stop_ms", 1, "ms", "%.1f", "≤ 100 ms", atMost(100)},
+	{"probes actually sent per s (100 × 2 × 1/s)", "probe100", "probes_per_s", 1, "/s", "%.0f", "200", nil},
+	{"supervisor CPU, 200 HTTP probes/s", "probe100", "cpu_pct", 1, "% of a core", "%.2f", "", nil},
+	{"supervisor CPU per probe", "probe100", "cpu_us_per_probe", 1, "µs", "%.0f", "≤ 1.1 × go-floor-ka", atMostPeer("go-floor-ka", 1.1, 0)},
+	{"supervisor RSS, max during the window", "probe100", "rss_max_kib", 1.0 / 1024, "MiB", "%.1f", "≤ 10 MiB", atMost(10)},
+	{"supervisor RSS at the end", "probe100", "rss_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
+	{"baseline: CPU with the same 100 servers, no probes", "plain100", "cpu_pct", 1, "% of a core", "%.2f", "", nil},
+	{"baseline: RSS with the same 100 servers, no probes", "plain100", "rss_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
+	{"CPU per probe above the no-probe baseline", "probe100", "net_us_per_probe", 1, "µs", "%.0f", "", nil},
+	{"containers restarted during the window", "probe100", "replaced", 1, "", "%.0f", "0", nil},
+	{"soak: HTTP checks delivered per s (1000 × 1/s)", "soak", "probes_per_s", 1, "/s", "%.0f", "1000", nil},
+	{"soak: p99 gap between checks of one probe ÷ period", "soak", "gap_p99_rel", 1, "", "%.3f", "≤ 1.05", atMost(1.05)},
+	{"soak: probes late (a gap > period + 5 %) at least once", "soak", "gaps_late_paths", 1, "of 1000", "%.0f", "", nil},
+	{"soak: largest gap of any probe", "soak", "gaps_max_ms", 1, "ms", "%.0f", "", nil},
+	{"soak: supervisor CPU", "soak", "cpu_pct", 1, "% of a core", "%.2f", "≤ 10 %", atMost(10)},
+	{"soak: supervisor CPU per check", "soak", "cpu_us_per_probe", 1, "µs", "%.0f", "", nil},
+	{"soak: supervisor RSS 1 min into the window", "soak", "rss_at_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
+	{"soak: supervisor RSS at the end", "soak", "rss_kib", 1.0 / 1024, "MiB", "%.1f", "± 2 MiB of 1 min", nil},
+	{"soak: threads at the start of the window", "soak", "threads_start", 1, "", "%.0f", "", nil},
+	{"soak: threads at the end", "soak", "threads_end", 1, "", "%.0f", "no growth", nil},
+	{"soak: containers restarted", "soak", "replaced", 1, "", "%.0f", "0", nil},
 }
 
 func cmdSummarize(args []string) error {
@@ -733,32 +1055,14 @@ func cmdSummarize(args []string) error {
 		}
 	}
 	// Net CPU per probe: (median CPU with probes - median CPU without) / median probe rate.
-	for _, sup := range []string{"tend", "pebble"} {
+	for _, sup := range []string{"tend", "tend-base", "pebble"} {
 		pc, bc, pr := vals["probe100|cpu_pct|"+sup], vals["plain100|cpu_pct|"+sup], vals["probe100|probes_per_s|"+sup]
 		if len(pc) > 0 && len(bc) > 0 && len(pr) > 0 && median(pr) > 0 {
 			vals["probe100|net_us_per_probe|"+sup] = []float64{(median(pc) - median(bc)) / 100 * 1e6 / median(pr)}
 		}
 	}
-	sups := []string{"direct", "tend", "tend-base", "tini", "pebble", "supervisord", "go-floor", "go-floor-ka"}
-	rows := []row{
-		{"1. launch → first container exec", "exec", "exec_ms", 1, "ms", "%.2f", "≤ 5 ms", func(t float64) bool { return t <= 5 }},
-		{"2. supervisor RSS, 1 `sleep`", "idle1", "rss_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
-		{"2. supervisor PSS, 1 `sleep`", "idle1", "pss_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
-		{"2. supervisor RSS, 100 `sleep`", "idle100", "rss_kib", 1.0 / 1024, "MiB", "%.1f", "≤ 12 MiB", func(t float64) bool { return t <= 12 }},
-		{"2. supervisor PSS, 100 `sleep`", "idle100", "pss_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
-		{"2. time until 100 `sleep` run", "idle100", "start_ms", 1, "ms", "%.0f", "", nil},
-		{"3. SIGTERM → exit, 1 `sleep`", "idle1", "stop_ms", 1, "ms", "%.1f", "", nil},
-		{"3. SIGTERM → exit, 100 `sleep`", "idle100", "stop_ms", 1, "ms", "%.1f", "≤ 100 ms", func(t float64) bool { return t <= 100 }},
-		{"4. probes actually sent per s (100 × 2 × 1/s)", "probe100", "probes_per_s", 1, "/s", "%.0f", "200", nil},
-		{"4. supervisor CPU, 200 HTTP probes/s", "probe100", "cpu_pct", 1, "% of a core", "%.2f", "≤ 2 %", func(t float64) bool { return t <= 2 }},
-		{"4. supervisor CPU per probe", "probe100", "cpu_us_per_probe", 1, "µs", "%.0f", "peer ≥ 3× tend", nil},
-		{"4. supervisor RSS, max during the window", "probe100", "rss_max_kib", 1.0 / 1024, "MiB", "%.1f", "≤ 16 MiB", func(t float64) bool { return t <= 16 }},
-		{"4. supervisor RSS at the end", "probe100", "rss_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
-		{"4. baseline: CPU with the same 100 servers, no probes", "plain100", "cpu_pct", 1, "% of a core", "%.2f", "", nil},
-		{"4. baseline: RSS with the same 100 servers, no probes", "plain100", "rss_kib", 1.0 / 1024, "MiB", "%.1f", "", nil},
-		{"4. CPU per probe above the no-probe baseline", "probe100", "net_us_per_probe", 1, "µs", "%.0f", "", nil},
-		{"4. containers restarted during the window", "probe100", "replaced", 1, "", "%.0f", "0", nil},
-	}
+	sups := []string{"direct", "benchfloor", "tend", "tend-base", "tini", "dumb-init", "pebble", "process-compose", "supervisord", "go-floor", "go-floor-ka"}
+	rows := summaryRows
 	// Columns: only supervisors with at least one record.
 	var cols []string
 	for _, s := range sups {
@@ -807,13 +1111,9 @@ func cmdSummarize(args []string) error {
 			b.WriteString(" " + cell + " |")
 		}
 		verdict := ""
-		switch {
-		case r.metric == "cpu_us_per_probe":
-			if pv := median(vals[r.scenario+"|"+r.metric+"|pebble"]); !math.IsNaN(pv) && !math.IsNaN(tendV) {
-				verdict = yesNo(pv >= 3*tendV) + fmt.Sprintf(" (pebble ÷ tend = %.1f)", pv/tendV)
-			}
-		case r.pass != nil && !math.IsNaN(tendV):
-			verdict = yesNo(r.pass(tendV * r.scale))
+		if r.pass != nil && !math.IsNaN(tendV) {
+			m := func(sup string) float64 { return median(vals[r.scenario+"|"+r.metric+"|"+sup]) * r.scale }
+			verdict = r.pass(tendV*r.scale, m)
 		}
 		b.WriteString(" " + r.target + " | " + verdict + " |\n")
 	}
