@@ -115,7 +115,8 @@ type Process struct {
 	done chan struct{}
 	// exit is written by the reaper before it closes done.
 	exit Exit
-	// reaped is guarded by reapMu.
+	// reaped is written by the reaper, which holds reapMu for writing; read it
+	// holding reapMu.
 	reaped bool
 
 	outputDone chan struct{}
@@ -166,13 +167,15 @@ func Start(c Cmd) (*Process, error) {
 			return nil, err
 		}
 	}
-	reapMu.Lock()
+	reapMu.RLock()
 	pid, err := syscall.ForkExec(execPath, argv, attr)
 	if err == nil {
 		p.pid = pid
+		runningMu.Lock()
 		running[pid] = p
+		runningMu.Unlock()
 	}
-	reapMu.Unlock()
+	reapMu.RUnlock()
 	if err != nil {
 		out.closeReadEnds()
 		return nil, &fs.PathError{Op: "fork/exec", Path: path, Err: err}
@@ -227,8 +230,8 @@ func (p *Process) CloseOutput() {
 
 // Signal sends sig to the root process only. Signalling an exited process is not an error.
 func (p *Process) Signal(sig syscall.Signal) error {
-	reapMu.Lock()
-	defer reapMu.Unlock()
+	reapMu.RLock()
+	defer reapMu.RUnlock()
 	if p.reaped {
 		return nil
 	}
@@ -241,8 +244,8 @@ func (p *Process) Signal(sig syscall.Signal) error {
 
 // SignalGroup sends sig to the whole process group. A group with no members left is not an error.
 func (p *Process) SignalGroup(sig syscall.Signal) error {
-	reapMu.Lock()
-	defer reapMu.Unlock()
+	reapMu.RLock()
+	defer reapMu.RUnlock()
 	if p.reaped {
 		// The pid stays allocated while any process still has it as its pgid, so if
 		// some process has that pid now, our group is empty and the pid was reused:

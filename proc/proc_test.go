@@ -466,3 +466,32 @@ func TestExitStatusOfStartErrors(t *testing.T) {
 
 // syncBuffer collects output that is written while the test reads it.
 type syncBuffer = testutil.SyncBuffer
+
+// TestChildDescriptorModes checks what the child gets: stdin /dev/null read-only,
+// and blocking descriptors (programs expect them), the output pipe's included.
+func TestChildDescriptorModes(t *testing.T) {
+	for range 2 { // the second start shares /dev/null with the first
+		var out syncBuffer
+		c := sh(`for fd in 0 1 2; do sed -n "s/^flags:[[:space:]]*/$fd /p" /proc/self/fdinfo/$fd; done; readlink /proc/self/fd/0`)
+		c.Stdout = &out
+		if got := Run(context.Background(), c, testTimeout); !got.Success() {
+			t.Fatalf("got %v", got)
+		}
+		lines := strings.Fields(out.String())
+		if len(lines) != 7 || lines[6] != os.DevNull {
+			t.Fatalf("child saw %q", out.String())
+		}
+		for i := 0; i < 3; i++ {
+			flags, err := strconv.ParseUint(lines[2*i+1], 8, 32)
+			if err != nil {
+				t.Fatalf("fd %d flags %q: %v", i, lines[2*i+1], err)
+			}
+			if flags&syscall.O_NONBLOCK != 0 {
+				t.Errorf("fd %d is non-blocking (flags %o)", i, flags)
+			}
+			if i == 0 && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+				t.Errorf("stdin is not read-only (flags %o)", flags)
+			}
+		}
+	}
+}

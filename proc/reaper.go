@@ -9,14 +9,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The reaper is the only caller of wait4 in the process. Start registers a child under
-// reapMu in the same critical section as the fork, and the reaper takes reapMu around
-// its wait4 loop, so a child can never be reaped before its Process is registered.
-// Holding reapMu also pins a registered pid: while it is held, the child is alive or a
-// zombie, so its pid (and process group id) cannot be reused.
+// The reaper is the only caller of wait4 in the process. Start registers a child while
+// it holds reapMu for reading, in the same critical section as the fork, and the
+// reaper holds reapMu for writing around its wait4 loop, so a child can never be
+// reaped before its Process is registered. Holding reapMu (either way) also pins a
+// registered pid: while it is held, the child is alive or a zombie, so its pid (and
+// process group id) cannot be reused.
+//
+// A read lock, not a mutex, so that starts do not wait for each other: a fork holds
+// it until its child has exec'd (ForkExec returns then), which with a thousand
+// containers' pipes open is a few hundred microseconds of the kernel closing them in
+// the child; a mutex made every other start, and the reaper, queue behind that.
 var (
 	reaperOnce sync.Once
-	reapMu     sync.Mutex
+	reapMu     sync.RWMutex
+	runningMu  sync.Mutex           // guards running among the starts holding reapMu for reading
 	running    = map[int]*Process{} // registered children not yet reaped, by pid
 	orphans    atomic.Uint64
 )

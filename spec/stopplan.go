@@ -30,11 +30,25 @@ func PlanStop(names []string, waits []bool, deps map[string][]string) StopPlan {
 	for i := range on {
 		on[i] = make([]bool, n)
 	}
+	index := make(map[string]int, n)
+	for i, name := range names {
+		index[name] = i
+	}
+	// Each member's dependencies, direct or through others, walked once: asking
+	// dependsOn of every pair made stopping a thousand containers take a second.
+	reach := make([]map[string]bool, n)
+	for j, name := range names {
+		reach[j] = allDependencies(deps, name)
+		for d := range reach[j] {
+			if i, ok := index[d]; ok && i != j {
+				on[i][j] = true
+			}
+		}
+	}
 	for i := range names {
 		for j := range names {
-			if i != j && dependsOn(deps, names[j], names[i]) {
-				on[i][j] = true
-				p.After[i] = append(p.After[i], j)
+			if on[i][j] {
+				p.After[i] = append(p.After[i], j) // in the order of names
 			}
 		}
 	}
@@ -43,7 +57,7 @@ func PlanStop(names []string, waits []bool, deps map[string][]string) StopPlan {
 			continue
 		}
 		for k := range names {
-			if k == w || waits[k] || dependsOn(deps, names[w], names[k]) || reaches(on, k, w) {
+			if k == w || waits[k] || reach[w][names[k]] || reaches(on, k, w) {
 				continue
 			}
 			on[w][k] = true
@@ -78,22 +92,28 @@ func (s *Spec) dependencyGraph() map[string][]string {
 
 // dependsOn reports whether a depends on b directly or through others in deps.
 func dependsOn(deps map[string][]string, a, b string) bool {
-	seen := map[string]bool{a: true}
+	return allDependencies(deps, a)[b]
+}
+
+// allDependencies is the set of what a depends on, directly or through others in
+// deps; nil when a depends on nothing.
+func allDependencies(deps map[string][]string, a string) map[string]bool {
+	if len(deps[a]) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
 	stack := []string{a}
 	for len(stack) > 0 {
 		x := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for _, d := range deps[x] {
-			if d == b {
-				return true
-			}
 			if !seen[d] {
 				seen[d] = true
 				stack = append(stack, d)
 			}
 		}
 	}
-	return false
+	return seen
 }
 
 // reaches reports whether from waits, through any chain, for to.

@@ -521,7 +521,14 @@ func (sv *Supervisor) current() []*container.Container {
 func (sv *Supervisor) updateReady() {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
-	sv.refreshReadyLocked(sv.snapshotsLocked(), time.Now())
+	now := time.Now()
+	if sv.readyByStateLocked(now) {
+		// No snapshots: a shutdown publishes several changes per container, and
+		// copying every container's status for each made stopping a thousand
+		// containers quadratic.
+		return
+	}
+	sv.refreshReadyLocked(sv.snapshotsLocked(), now)
 }
 
 // snapshotsLocked returns every container's status snapshot, in spec order.
@@ -541,13 +548,7 @@ func (sv *Supervisor) snapshotsLocked() []status.Container {
 // cs. Every status document computes it from the very snapshots it shows, so no
 // document (a report above all) pairs a stopping container with a ready instance.
 func (sv *Supervisor) refreshReadyLocked(cs []status.Container, now time.Time) {
-	switch {
-	case !sv.installed.True():
-		sv.ready.Set(false, status.ReasonNotInstalled, sv.installed.Message, now)
-		return
-	case sv.state == status.InstanceStopping || sv.state == status.InstanceStopped:
-		// An instance on its way out takes no traffic, before its containers say so.
-		sv.ready.Set(false, status.ReasonStopping, "the instance is "+string(sv.state), now)
+	if sv.readyByStateLocked(now) {
 		return
 	}
 	var notReady []string
@@ -565,6 +566,22 @@ func (sv *Supervisor) refreshReadyLocked(cs []status.Container, now time.Time) {
 		return
 	}
 	sv.ready.Set(false, status.ReasonContainersNotReady, joinLimited(notReady, "; "), now)
+}
+
+// readyByStateLocked sets the instance ready condition when the instance's own state
+// decides it whatever the containers say (not installed, on its way out), and
+// reports whether it did.
+func (sv *Supervisor) readyByStateLocked(now time.Time) bool {
+	switch {
+	case !sv.installed.True():
+		sv.ready.Set(false, status.ReasonNotInstalled, sv.installed.Message, now)
+		return true
+	case sv.state == status.InstanceStopping || sv.state == status.InstanceStopped:
+		// An instance on its way out takes no traffic, before its containers say so.
+		sv.ready.Set(false, status.ReasonStopping, "the instance is "+string(sv.state), now)
+		return true
+	}
+	return false
 }
 
 // succeeded reports whether a container finished its work: completed with exit 0. It
