@@ -25,17 +25,28 @@ type Sample struct {
 	Usage cgroup.Usage
 }
 
+// ProcGroup is the process group whose usage ReadUsage takes from the sampler's pass
+// over /proc: the running process's, which leads its run's group, when the container
+// has no cgroup. false: it reads its cgroup, or nothing runs.
+func (c *Container) ProcGroup() (int, bool) {
+	pid := c.status.Load().Pid
+	if pid == nil || c.Placement() != nil {
+		return 0, false
+	}
+	return *pid, true
+}
+
 // ReadUsage reads the usage of the container's running process: from its cgroup, or
-// without one from procs (the sampler's one pass over /proc, by process group, made
-// only when a container asks). false: nothing runs, or it cannot be read now.
-func (c *Container) ReadUsage(procs func() map[int]cgroup.Usage, now time.Time) (Sample, bool) {
+// without one from procs (the sampler's one pass over /proc, by process group, of the
+// groups ProcGroup named). false: nothing runs, or it cannot be read now.
+func (c *Container) ReadUsage(procs map[int]cgroup.Usage, now time.Time) (Sample, bool) {
 	pid := c.status.Load().Pid
 	if pid == nil {
 		return Sample{}, false
 	}
 	s := Sample{Pid: *pid, At: now}
 	if c.Placement() == nil {
-		u, ok := procs()[*pid] // the root process leads the run's process group
+		u, ok := procs[*pid] // the root process leads the run's process group
 		s.Usage = u
 		return s, ok
 	}
