@@ -2,7 +2,9 @@ package cgroup
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,37 +23,195 @@ const clockTicks = 100
 // set size; pids counts threads, as pids.current does; OOMKills is 0: the kernel names
 // no OOM kill outside a memory cgroup.
 func UsageFromProc(pgid int, root string) (Usage, error) {
-	byGroup, err := ProcUsage(root)
+	s := NewProcSampler(root)
+	defer s.Close()
+	byGroup, err := s.Read(map[int]bool{pgid: true})
 	return byGroup[pgid], err
 }
 
-// ProcUsage is UsageFromProc of every process group at once, by pgid: one pass over
-// /proc serves every container of an instance, where one pass each would read every
-// process's stat once per container.
-func ProcUsage(root string) (map[int]Usage, error) {
-	entries, err := os.ReadDir(filepath.Join(root, "proc"))
-	if err != nil {
-		return nil, fmt.Errorf("usage from %s: %w", filepath.Join(root, "proc"), err)
-	}
-	sums := map[int]*statSum{}
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
+// maxKeptStats bounds the /proc/PID/stat descriptors a ProcSampler keeps open: far
+// below tend's limit of open files (Go raises the soft limit to the hard one, rarely
+// under 4096), so that the containers' processes can never starve the rest of tend.
+// Processes beyond it are opened at each sample, as before descriptors were kept.
+const maxKeptStats = 1024
+
+// ProcSampler is UsageFromProc of many process groups, read again and again (the
+// instance's sampler, once a second): one pass over /proc serves every container.
+// Between passes it keeps what made a pass expensive: a process of a group asked about
+// keeps its stat open (read by pread at offset 0: the open of a /proc file costs more
+// than the read), and any other process is read once, when it first appears, and then
+// only listed. A kept descriptor never reads another process that reused the pid (the
+// read fails, ESRCH, and the pid is dropped). A process that joins a group asked about
+// by setpgid after it was first read is missed: no container's process does that.
+// Not safe for concurrent use: the sampler's goroutine owns it.
+type ProcSampler struct {
+	proc   string // root/proc
+	dir    int    // proc, kept open and listed again from offset 0; -1 until the first Read
+	procs  map[int]procEntry
+	pass   uint64 // counts Reads, to drop the pids the last listing did not have
+	kept   int    // descriptors kept open in procs
+	sums   map[int]statSum
+	usage  map[int]Usage
+	dirBuf []byte
+	buf    []byte
+}
+
+// procEntry is what a ProcSampler knows of a pid /proc listed.
+type procEntry struct {
+	pgrp int    // at the last read
+	fd   int    // its stat kept open, or -1
+	pass uint64 // the last Read that listed it
+}
+
+// NewProcSampler returns a ProcSampler of /proc under root. Close releases it.
+func NewProcSampler(root string) *ProcSampler {
+	return &ProcSampler{proc: filepath.Join(root, "proc"), dir: -1, procs: map[int]procEntry{}, sums: map[int]statSum{},
+		usage: map[int]Usage{}, dirBuf: make([]byte, 8192), buf: make([]byte, 1024)}
+}
+
+// Read returns the usage of every process group in groups that has a process now, by
+// pgid. The map is the sampler's own, valid until the next Read. A Read over the same
+// processes as the last allocates nothing.
+func (s *ProcSampler) Read(groups map[int]bool) (map[int]Usage, error) {
+	s.pass++
+	clear(s.sums)
+	err := s.list(func(pid int) {
+		if st, ok := s.readPid(pid, groups); ok && groups[st.pgrp] {
+			sum := s.sums[st.pgrp]
+			sum.add(st)
+			s.sums[st.pgrp] = sum
 		}
-		st, ok := readStat(filepath.Join(root, "proc", e.Name()))
-		if !ok {
-			continue
+	})
+	for pid, e := range s.procs {
+		if e.pass != s.pass {
+			s.forget(pid) // exited
 		}
-		if sums[st.pgrp] == nil {
-			sums[st.pgrp] = &statSum{}
+	}
+	clear(s.usage)
+	for pgid, sum := range s.sums {
+		s.usage[pgid] = sum.usage()
+	}
+	return s.usage, err
+}
+
+// Close closes every descriptor the sampler keeps.
+func (s *ProcSampler) Close() {
+	for pid := range s.procs {
+		s.forget(pid)
+	}
+	if s.dir >= 0 {
+		unix.Close(s.dir)
+		s.dir = -1
+	}
+}
+
+// list calls each with every pid in /proc, read again from the start.
+func (s *ProcSampler) list(each func(pid int)) error {
+	dir := s.proc
+	if s.dir < 0 {
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("usage from %s: %w", dir, err)
 		}
-		sums[st.pgrp].add(st)
+		s.dir = fd
+	} else if _, err := unix.Seek(s.dir, 0, io.SeekStart); err != nil {
+		return fmt.Errorf("usage from %s: %w", dir, err)
 	}
-	byGroup := make(map[int]Usage, len(sums))
-	for pgid, sum := range sums {
-		byGroup[pgid] = sum.usage()
+	for {
+		n, err := unix.Getdents(s.dir, s.dirBuf)
+		if err != nil {
+			return fmt.Errorf("usage from %s: %w", dir, err)
+		}
+		if n == 0 {
+			return nil
+		}
+		// linux_dirent64: inode (8 bytes), offset (8), record length (2), type (1),
+		// then the name, NUL-terminated.
+		for b := s.dirBuf[:n]; len(b) > 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if pid, ok := parsePid(b[19:reclen]); ok {
+				each(pid)
+			}
+			b = b[reclen:]
+		}
 	}
-	return byGroup, nil
+}
+
+// parsePid reads a NUL-terminated /proc entry name as a pid; false for the entries
+// that are not processes ("self", "meminfo", ...).
+func parsePid(name []byte) (int, bool) {
+	pid := 0
+	for _, c := range name {
+		if c == 0 {
+			break
+		}
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		pid = pid*10 + int(c-'0')
+	}
+	return pid, pid > 0
+}
+
+// readPid reads the stat of pid, a process the listing has now: through its kept
+// descriptor, or opened when it is new or was seen in a group asked about. false when
+// there is nothing to read: it exited, or was read before in a group not asked about.
+func (s *ProcSampler) readPid(pid int, groups map[int]bool) (procStat, bool) {
+	e, known := s.procs[pid]
+	e.pass = s.pass
+	if known && e.fd < 0 && !groups[e.pgrp] {
+		s.procs[pid] = e
+		return procStat{}, false
+	}
+	opened := e.fd < 0 || !known
+	if opened {
+		fd, err := unix.Open(filepath.Join(s.proc, strconv.Itoa(pid), "stat"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return procStat{}, false // exited since the listing
+		}
+		e.fd = fd
+	}
+	data, err := preadAll(e.fd, &s.buf, "/proc", "stat")
+	st, ok := procStat{}, false
+	if err == nil {
+		st, ok = parseStat(data)
+	}
+	if !ok {
+		if opened {
+			unix.Close(e.fd)
+		}
+		s.forget(pid) // exited: the pid, if listed again, is another process
+		return procStat{}, false
+	}
+	e.pgrp = st.pgrp
+	s.procs[pid] = s.keep(e, opened, groups[st.pgrp])
+	return st, true
+}
+
+// keep decides whether e's descriptor stays open: while its process is in a group
+// asked about and there is room. opened: e.fd was opened by this read, not kept.
+func (s *ProcSampler) keep(e procEntry, opened, wanted bool) procEntry {
+	switch {
+	case wanted && !opened:
+		return e
+	case wanted && s.kept < maxKeptStats:
+		s.kept++
+		return e
+	case !opened:
+		s.kept-- // left the group: read like any other process from now on
+	}
+	unix.Close(e.fd)
+	e.fd = -1
+	return e
+}
+
+// forget drops pid, closing its kept descriptor.
+func (s *ProcSampler) forget(pid int) {
+	if e, ok := s.procs[pid]; ok && e.fd >= 0 {
+		unix.Close(e.fd)
+		s.kept--
+	}
+	delete(s.procs, pid)
 }
 
 // usageOfPids is UsageFromProc over the processes pids, with /proc at procDir: the
@@ -109,15 +269,6 @@ func (g *Group) dropStat() {
 		unix.Close(g.statFD)
 		g.statPid = 0
 	}
-}
-
-// readStat reads and parses dir/stat; false when the process exited meanwhile.
-func readStat(dir string) (procStat, bool) {
-	data, err := os.ReadFile(filepath.Join(dir, "stat"))
-	if err != nil {
-		return procStat{}, false
-	}
-	return parseStat(data)
 }
 
 // statSum adds up the processes' /proc/PID/stat.

@@ -6,6 +6,7 @@ package container
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -65,7 +66,7 @@ type StopOp struct {
 // and drive it with Shutdown, Stop, Start, Restart and Signal.
 type Container struct {
 	cfg     Config
-	cmds    chan command
+	cmds    chan *command
 	status  atomic.Pointer[status.Container]
 	started atomic.Bool // a process of it has started (depends_on: started)
 	done    chan struct{}
@@ -84,11 +85,14 @@ type Container struct {
 	overlap atomic.Bool
 	group   *cgroup.Group
 	placed  atomic.Pointer[proc.Cgroup]
-	// samples come from the instance's sampler (usage.go); usage is what the loop
-	// last made of them, published apart from the status: a new sample every second
-	// is no status change to report. exitOOMs is the group's OOM kills at the
-	// last exit (Container.exited), for the loop to read after it.
-	samples  chan Sample
+	// sample is the latest from the instance's sampler (usage.go), announced on
+	// sampled; usage is what the loop last made of them, published apart from the
+	// status: a new sample every second is no status change to report. exitOOMs is
+	// the group's OOM kills at the last exit (Container.exited), for the loop to
+	// read after it.
+	sampleMu sync.Mutex
+	sample   Sample
+	sampled  chan struct{}
 	usage    atomic.Pointer[status.Usage]
 	exitOOMs atomic.Int64
 }
@@ -123,7 +127,7 @@ type command struct {
 
 // New prepares a container; it opens its log file when the spec has one.
 func New(cfg Config) (*Container, error) {
-	c := &Container{cfg: cfg, cmds: make(chan command), done: make(chan struct{}), samples: make(chan Sample, 1)}
+	c := &Container{cfg: cfg, cmds: make(chan *command), done: make(chan struct{}), sampled: make(chan struct{}, 1)}
 	h := newHistories(cfg.Spec)
 	c.histories.Store(&h)
 	c.spec.Store(cfg.Spec)
@@ -181,7 +185,7 @@ func (c *Container) Done() <-chan struct{} { return c.done }
 // container is finished when Done is closed.
 func (c *Container) Shutdown(op StopOp) {
 	select {
-	case c.cmds <- command{kind: cmdShutdown, op: op}:
+	case c.cmds <- &command{kind: cmdShutdown, op: op}:
 	case <-c.done:
 		// Finished already (a reload stopped it): it sends no TERM, so it must not
 		// hold the WAIT containers of op.
@@ -199,38 +203,40 @@ func arriveAll(bs []*Barrier) {
 
 // Stop sets target_state removed at a person's request: the container is stopped
 // by its stop policy and stays stopped, across reloads too, until Start or Restart.
-func (c *Container) Stop() { c.send(command{kind: cmdStop, request: true}) }
+func (c *Container) Stop() { c.send(&command{kind: cmdStop, request: true}) }
 
 // Start sets target_state active and starts a stopped container (its init commands
 // run only if they never ran for this spec).
-func (c *Container) Start() { c.send(command{kind: cmdStart, request: true}) }
+func (c *Container) Start() { c.send(&command{kind: cmdStart, request: true}) }
 
 // Retarget applies a target_state that a reload changed: removed stops the container
 // (not by request: a later reload may start it again), active starts it.
 func (c *Container) Retarget(target string) {
 	if target == spec.TargetRemoved {
-		c.send(command{kind: cmdStop})
+		c.send(&command{kind: cmdStop})
 	} else {
-		c.send(command{kind: cmdStart})
+		c.send(&command{kind: cmdStart})
 	}
 }
 
 // Restart stops a running container by its stop policy and starts it again at once;
 // a container waiting in backoff starts at once.
-func (c *Container) Restart() { c.send(command{kind: cmdRestart}) }
+func (c *Container) Restart() { c.send(&command{kind: cmdRestart}) }
 
 // Hold makes a container that is waiting, stopped or completed wait for its
 // depends_on conditions, named in waitingFor ("db: ready"), with target_state active:
 // `tend start` of a container whose conditions do not hold yet. A waiting container
 // only shows the new list.
-func (c *Container) Hold(waitingFor []string) { c.send(command{kind: cmdHold, waitingFor: waitingFor}) }
+func (c *Container) Hold(waitingFor []string) {
+	c.send(&command{kind: cmdHold, waitingFor: waitingFor})
+}
 
 // Proceed begins a waiting container: its conditions hold.
-func (c *Container) Proceed() { c.send(command{kind: cmdProceed}) }
+func (c *Container) Proceed() { c.send(&command{kind: cmdProceed}) }
 
 // Fail ends a waiting container for good (until started again): a condition can no
 // longer hold, for reason.
-func (c *Container) Fail(reason string) { c.send(command{kind: cmdFail, reason: reason}) }
+func (c *Container) Fail(reason string) { c.send(&command{kind: cmdFail, reason: reason}) }
 
 // Update hands the changed spec of next, a container a reload built to replace this
 // one and that never ran, to this container's loop (update: start_first, SPEC
@@ -240,7 +246,7 @@ func (c *Container) Fail(reason string) { c.send(command{kind: cmdFail, reason: 
 func (c *Container) Update(next *Container) bool {
 	reply := make(chan bool, 1) // the loop answers at once, in the handler
 	select {
-	case c.cmds <- command{kind: cmdUpdate, update: next, reply: reply}:
+	case c.cmds <- &command{kind: cmdUpdate, update: next, reply: reply}:
 		return <-reply
 	case <-c.done:
 		return false
@@ -251,9 +257,9 @@ func (c *Container) Update(next *Container) bool {
 func (c *Container) HasStarted() bool { return c.started.Load() }
 
 // Signal forwards sig to the root process, if it is running.
-func (c *Container) Signal(sig syscall.Signal) { c.send(command{kind: cmdSignal, signal: sig}) }
+func (c *Container) Signal(sig syscall.Signal) { c.send(&command{kind: cmdSignal, signal: sig}) }
 
-func (c *Container) send(cmd command) {
+func (c *Container) send(cmd *command) {
 	select {
 	case c.cmds <- cmd:
 	case <-c.done:

@@ -16,7 +16,7 @@ import (
 // whether it has ended.
 
 // onCommand handles a command of the supervisor or the API.
-func (l *loop) onCommand(cmd command) bool {
+func (l *loop) onCommand(cmd *command) bool {
 	switch cmd.kind {
 	case cmdSignal:
 		if l.proc != nil {
@@ -231,6 +231,10 @@ func (l *loop) onExit() {
 		l.afterExit(e, ran)
 	}
 }
+
+// onSampled takes the sample the sampler announced: a function of its own, so that
+// the sample is in its frame, not in that of the loop's select (Container.Sample).
+func (l *loop) onSampled() { l.onSample(l.c.takeSample()) }
 
 // onSample takes a usage sample of the sampler: shown while a run's process lives;
 // memory_restart applies only to a running one (a stop is on its way already).

@@ -211,8 +211,8 @@ func (l *loop) run(ctx context.Context) {
 			l.onTimer()
 		case now := <-l.schedC:
 			l.onSchedule(now)
-		case s := <-l.c.samples:
-			l.onSample(s)
+		case <-l.c.sampled:
+			l.onSampled()
 		case err := <-l.initDone:
 			l.onInitDone(err)
 		case ev := <-l.stopSteps:

@@ -123,12 +123,12 @@ func into(t *testing.T, l *loop, s state) {
 	case stateWaiting:
 		// A new loop waits until it begins (a held container until Proceed).
 	case stateFailed:
-		l.onCommand(command{kind: cmdFail, reason: "db failed"})
+		l.onCommand(&command{kind: cmdFail, reason: "db failed"})
 	case stateRollout, stateRetiring:
 		// The spec has update: start_first, and for rollout a readiness probe that
 		// has not passed.
 		l.begin()
-		l.onCommand(command{kind: cmdRestart, request: true})
+		l.onCommand(&command{kind: cmdRestart, request: true})
 	}
 	if l.state != s {
 		t.Fatalf("could not bring the loop into %s: it is %s", s, l.state)
@@ -142,13 +142,13 @@ type event struct {
 
 var (
 	evTimer    = event{"timer", func(l *loop) bool { l.onTimer(); return false }}
-	evStart    = event{"start", func(l *loop) bool { return l.onCommand(command{kind: cmdStart, request: true}) }}
-	evStop     = event{"stop", func(l *loop) bool { return l.onCommand(command{kind: cmdStop, request: true}) }}
-	evRestart  = event{"restart", func(l *loop) bool { return l.onCommand(command{kind: cmdRestart, request: true}) }}
-	evShutdown = event{"shutdown", func(l *loop) bool { return l.onCommand(command{kind: cmdShutdown}) }}
-	evHold     = event{"hold", func(l *loop) bool { return l.onCommand(command{kind: cmdHold, waitingFor: []string{"db: ready"}}) }}
-	evProceed  = event{"proceed", func(l *loop) bool { return l.onCommand(command{kind: cmdProceed}) }}
-	evFail     = event{"fail", func(l *loop) bool { return l.onCommand(command{kind: cmdFail, reason: "db failed"}) }}
+	evStart    = event{"start", func(l *loop) bool { return l.onCommand(&command{kind: cmdStart, request: true}) }}
+	evStop     = event{"stop", func(l *loop) bool { return l.onCommand(&command{kind: cmdStop, request: true}) }}
+	evRestart  = event{"restart", func(l *loop) bool { return l.onCommand(&command{kind: cmdRestart, request: true}) }}
+	evShutdown = event{"shutdown", func(l *loop) bool { return l.onCommand(&command{kind: cmdShutdown}) }}
+	evHold     = event{"hold", func(l *loop) bool { return l.onCommand(&command{kind: cmdHold, waitingFor: []string{"db: ready"}}) }}
+	evProceed  = event{"proceed", func(l *loop) bool { return l.onCommand(&command{kind: cmdProceed}) }}
+	evFail     = event{"fail", func(l *loop) bool { return l.onCommand(&command{kind: cmdFail, reason: "db failed"}) }}
 	evLateLive = event{"late liveness failure", func(l *loop) bool {
 		l.onProbe(probes.Event{Kind: probes.Liveness, Run: l.runID - 1, Failed: true, Result: probes.Result{Detail: "HTTP 500"}})
 		return false
@@ -167,7 +167,7 @@ var (
 
 	// A reload hands the loop a changed spec (here the same one, as built anew).
 	evUpdate = event{"update", func(l *loop) bool {
-		return l.onCommand(command{kind: cmdUpdate, update: l.c, reply: make(chan bool, 1)})
+		return l.onCommand(&command{kind: cmdUpdate, update: l.c, reply: make(chan bool, 1)})
 	}}
 
 	allEvents = []event{evTimer, evStart, evStop, evRestart, evShutdown, evHold, evProceed, evFail, evLateLive, evDeadline, evMemory, evUpdate}
@@ -315,8 +315,8 @@ func TestShutdownJoinsStopAndDestroysAfter(t *testing.T) {
 	marker := filepath.Join(dir, "destroyed")
 	l := newTestLoop(t, "always", fmt.Sprintf("    destroy_policy: {exec: {command: [touch, %q]}}\n", marker))
 	into(t, l, stateStopping)
-	l.onCommand(command{kind: cmdShutdown, op: StopOp{Destroy: true}})
-	l.onCommand(command{kind: cmdRestart, request: true})
+	l.onCommand(&command{kind: cmdShutdown, op: StopOp{Destroy: true}})
+	l.onCommand(&command{kind: cmdRestart, request: true})
 	if l.state != stateShuttingDown || l.destroyAfter == nil {
 		t.Fatalf("state %s, destroy after %v; want shutting down with a destroy", l.state, l.destroyAfter)
 	}

@@ -35,7 +35,7 @@ func TestStartFirstStopsTheOldOnceTheNewIsReady(t *testing.T) {
 	l := newTestLoop(t, "always", startFirst+"    readiness_probe: {log_line: never}\n")
 	into(t, l, stateRunning)
 	oldPid := l.proc.Pid()
-	l.onCommand(command{kind: cmdRestart, request: true})
+	l.onCommand(&command{kind: cmdRestart, request: true})
 	if l.state != stateRollout || l.st.OldPid == nil || *l.st.OldPid != oldPid || *l.st.Pid == oldPid {
 		t.Fatalf("state %s, pid %v, old_pid %v; want rollout with old_pid %d", l.state, l.st.Pid, l.st.OldPid, oldPid)
 	}
@@ -58,7 +58,7 @@ func TestStartFirstKeepsTheOldWhenTheNewFails(t *testing.T) {
 	l := newTestLoop(t, "always", startFirst+notReady)
 	into(t, l, stateRunning)
 	oldPid := l.proc.Pid()
-	l.onCommand(command{kind: cmdRestart, request: true})
+	l.onCommand(&command{kind: cmdRestart, request: true})
 	exitNow(t, l) // the new one
 	if l.state != stateRunning || l.proc == nil || l.proc.Pid() != oldPid || *l.st.Pid != oldPid || l.st.OldPid != nil {
 		t.Fatalf("state %s, pid %v, old_pid %v; want running with the old pid %d", l.state, l.st.Pid, l.st.OldPid, oldPid)
@@ -88,7 +88,7 @@ func TestStartFirstStartupProbeFailureOrTimeout(t *testing.T) {
 				l.startupPassed("test")
 			}
 			oldPid := l.proc.Pid()
-			l.onCommand(command{kind: cmdRestart, request: true})
+			l.onCommand(&command{kind: cmdRestart, request: true})
 			if tc.name == "startup probe" {
 				l.onProbe(probes.Event{Kind: probes.Startup, Run: l.runID, Failed: true, Result: probes.Result{Detail: "boom"}})
 			} else {
@@ -109,7 +109,7 @@ func update(t *testing.T, l *loop, extra string) (*Container, bool) {
 	t.Helper()
 	next := newTestContainer(t, "always", extra)
 	reply := make(chan bool, 1)
-	l.onCommand(command{kind: cmdUpdate, update: next, reply: reply})
+	l.onCommand(&command{kind: cmdUpdate, update: next, reply: reply})
 	return next, <-reply
 }
 
@@ -169,7 +169,7 @@ func TestStartFirstUpdateStopDuringInit(t *testing.T) {
 	if _, took := update(t, l, startFirst+"    init: [{command: [sleep, \"600\"]}]\n"); !took || l.proc != nil {
 		t.Fatal("the update did not wait for its init commands")
 	}
-	l.onCommand(command{kind: cmdStop, request: true})
+	l.onCommand(&command{kind: cmdStop, request: true})
 	if l.state != stateStopping || l.initCancel != nil {
 		t.Fatalf("state %s; want stopping with the init commands cancelled", l.state)
 	}

@@ -146,3 +146,25 @@ func TestHumanBytes(t *testing.T) {
 		}
 	}
 }
+
+// A sample the loop has not taken yet is replaced by the next: the loop sees the
+// newest, announced once, and the sampler never blocks.
+func TestSampleNewestWins(t *testing.T) {
+	c := &Container{sampled: make(chan struct{}, 1)}
+	t0 := time.Now()
+	c.Sample(Sample{Pid: 7, At: t0})
+	c.Sample(Sample{Pid: 7, At: t0.Add(time.Second)})
+	select {
+	case <-c.sampled:
+	default:
+		t.Fatal("no sample announced")
+	}
+	if s := c.takeSample(); !s.At.Equal(t0.Add(time.Second)) {
+		t.Errorf("the loop took the sample of %v; want the newest, %v", s.At, t0.Add(time.Second))
+	}
+	select {
+	case <-c.sampled:
+		t.Error("two samples announced twice; want once")
+	default:
+	}
+}

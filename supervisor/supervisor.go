@@ -511,9 +511,15 @@ func (sv *Supervisor) setInstance(state status.InstanceState, f func()) {
 
 // current returns the running containers in spec order.
 func (sv *Supervisor) current() []*container.Container {
+	return sv.appendCurrent(nil)
+}
+
+// appendCurrent appends the current containers to dst: current into a slice the
+// caller reuses.
+func (sv *Supervisor) appendCurrent(dst []*container.Container) []*container.Container {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
-	return append([]*container.Container(nil), sv.containers...)
+	return append(dst, sv.containers...)
 }
 
 // updateReady recomputes the instance ready condition: installed and every

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tend-sh/tend/cgroup"
+	"github.com/tend-sh/tend/container"
 )
 
 // samplePeriod is how often every container's usage is read: status shows usage at
@@ -18,32 +19,47 @@ const samplePeriod = time.Second
 func (sv *Supervisor) sampleUsage(ctx context.Context) {
 	tick := time.NewTicker(samplePeriod)
 	defer tick.Stop()
+	u := &usageSampler{procs: cgroup.NewProcSampler("/"), groups: map[int]bool{}}
+	defer u.procs.Close()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			sv.sampleOnce(now)
+			sv.sampleOnce(u, now)
 		}
 	}
 }
 
+// usageSampler is what the sampler keeps from one sample to the next, so that a sample
+// allocates nothing: garbage made every second would have the collector grow tend's
+// heap to its goal (GOGC) for nothing.
+type usageSampler struct {
+	procs      *cgroup.ProcSampler
+	groups     map[int]bool // the process groups read from /proc this sample
+	containers []*container.Container
+}
+
 // sampleOnce reads and hands out one sample of every running container.
-func (sv *Supervisor) sampleOnce(now time.Time) {
-	var procs map[int]cgroup.Usage
-	readProcs := func() map[int]cgroup.Usage {
-		if procs == nil {
-			var err error
-			if procs, err = cgroup.ProcUsage("/"); err != nil {
-				sv.log.Debug().Err(err).Msg("cannot read usage")
-				procs = map[int]cgroup.Usage{}
-			}
+func (sv *Supervisor) sampleOnce(u *usageSampler, now time.Time) {
+	u.containers = sv.appendCurrent(u.containers[:0])
+	clear(u.groups)
+	for _, c := range u.containers {
+		if pgid, ok := c.ProcGroup(); ok {
+			u.groups[pgid] = true
 		}
-		return procs
 	}
-	for _, c := range sv.current() {
-		if s, ok := c.ReadUsage(readProcs, now); ok {
+	var procs map[int]cgroup.Usage
+	if len(u.groups) > 0 {
+		var err error
+		if procs, err = u.procs.Read(u.groups); err != nil {
+			sv.log.Debug().Err(err).Msg("cannot read usage")
+		}
+	}
+	for _, c := range u.containers {
+		if s, ok := c.ReadUsage(procs, now); ok {
 			c.Sample(s)
 		}
 	}
+	clear(u.containers) // holds no container past the sample
 }
