@@ -17,6 +17,13 @@ type Usage struct {
 // minus inactive file pages, which the kernel reclaims before it OOM-kills): page cache
 // a container read once is not memory it needs. A controller tend does not have reads 0.
 //
+// readSlots bounds the groups read at once. Reading a group is a series of blocking
+// system calls (the first opens its files: a kernfs lookup each), and the Go runtime
+// gives a goroutine blocked in one a thread of its own, which it keeps for good: a
+// hundred containers starting together, each noting its group's counts, left tend
+// with 9 to 24 threads 15 s later; two slots, as for starts (proc.startSlots).
+var readSlots = make(chan struct{}, 2)
+
 // Usage is safe to call from any goroutine, alongside Kill and Remove (the instance's
 // sampler reads every group while each container's own goroutine kills and removes
 // its). It reads through descriptors kept open (see read), so the sampler's cost is
@@ -26,6 +33,8 @@ func (g *Group) Usage() (Usage, error) {
 	if g.mode == ModeOff {
 		return Usage{}, nil
 	}
+	readSlots <- struct{}{}
+	defer func() { <-readSlots }()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.removed {

@@ -56,15 +56,15 @@ func (c *Container) Placement() *proc.Cgroup { return c.placed.Load() }
 // exited is closed once p has exited and everything else in the container's cgroup
 // has been killed (SPEC §12.3): the loop learns of the exit only then, so no exit
 // count, restart or destroy policy runs while a leftover of the run (a setsid
-// daemon) lives on. The kill runs in a goroutine of its own so the loop never blocks
-// on it; Kill only reads the group, which the loop does not change while it runs.
+// daemon) lives on. The kill runs in a goroutine of its own, begun at the exit, so the
+// loop never blocks on it and nothing waits while the process runs; Kill only reads
+// the group, which the loop does not change while it runs.
 func (c *Container) exited(p *proc.Process) <-chan struct{} {
 	if c.Placement() == nil {
 		return p.Done()
 	}
 	done := make(chan struct{})
-	go func() {
-		<-p.Done()
+	p.OnExit(func() {
 		c.noteExitOOMs()
 		if c.overlap.Load() {
 			// A start-first update: the other run shares the cgroup and must live;
@@ -74,7 +74,7 @@ func (c *Container) exited(p *proc.Process) <-chan struct{} {
 			c.killCgroup()
 		}
 		close(done)
-	}()
+	})
 	return done
 }
 

@@ -118,6 +118,9 @@ type Process struct {
 	// reaped is written by the reaper, which holds reapMu for writing; read it
 	// holding reapMu.
 	reaped bool
+	// onExit (OnExit) is written holding reapMu for reading and runningMu, and
+	// read by the reaper, which holds reapMu for writing.
+	onExit func()
 
 	outputDone chan struct{}
 	pipes      []*os.File // read ends of the output pipes, closed by their copiers
@@ -202,6 +205,24 @@ func (p *Process) Pid() int { return p.pid }
 // Done is closed once the process has exited and been reaped (not when its output
 // ends: a grandchild holding the pipe does not keep it alive).
 func (p *Process) Done() <-chan struct{} { return p.done }
+
+// OnExit runs f in a goroutine of its own once the process has exited and been
+// reaped, at once if it already has: a watcher that, unlike a goroutine waiting on
+// Done, holds no stack while the process runs (a hundred idle containers). At most
+// one f per process.
+func (p *Process) OnExit(f func()) {
+	reapMu.RLock()
+	runningMu.Lock()
+	reaped := p.reaped
+	if !reaped {
+		p.onExit = f
+	}
+	runningMu.Unlock()
+	reapMu.RUnlock()
+	if reaped {
+		go f()
+	}
+}
 
 // Exit is valid after Done is closed; before, it is Exit{Code: -1}.
 func (p *Process) Exit() Exit {

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -493,5 +494,47 @@ func TestChildDescriptorModes(t *testing.T) {
 				t.Errorf("stdin is not read-only (flags %o)", flags)
 			}
 		}
+	}
+}
+
+// OnExit runs its function once the process has been reaped, with the exit known,
+// whether it was registered before the exit or after; and no goroutine waits for it
+// meanwhile.
+func TestOnExit(t *testing.T) {
+	p, err := Start(sh("read x; exit 3")) // stdin is /dev/null: exits at once
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	late := make(chan Exit, 1)
+	p.OnExit(func() { late <- p.Exit() })
+	if got := waitExitValue(t, late); got.Code != 3 {
+		t.Errorf("OnExit after the exit: %+v, want code 3", got)
+	}
+
+	p, err = Start(sh("sleep 0.5; exit 4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.SignalGroup(syscall.SIGKILL) })
+	before := runtime.NumGoroutine()
+	early := make(chan Exit, 1)
+	p.OnExit(func() { early <- p.Exit() })
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("OnExit before the exit started %d goroutines", n-before)
+	}
+	if got := waitExitValue(t, early); got.Code != 4 {
+		t.Errorf("OnExit before the exit: %+v, want code 4", got)
+	}
+}
+
+func waitExitValue(t *testing.T, c <-chan Exit) Exit {
+	t.Helper()
+	select {
+	case e := <-c:
+		return e
+	case <-time.After(testTimeout):
+		t.Fatal("OnExit's function did not run")
+		return Exit{}
 	}
 }

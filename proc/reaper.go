@@ -73,6 +73,9 @@ func reap() {
 		p.exit = exitOf(ws)
 		p.reaped = true
 		close(p.done)
+		if p.onExit != nil {
+			go p.onExit()
+		}
 	}
 }
 
