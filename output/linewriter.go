@@ -22,7 +22,7 @@ const maxBatch = 64 << 10
 // MaxLine (64 KiB) of an unfinished line: a longer line is emitted in pieces of MaxLine
 // (each piece prefixed), so memory stays bounded whatever the child writes. Flush
 // emits an unfinished last line (with a newline appended); call it when the process's
-// output ends (proc's output copier does when the writer is a Cmd's Stdout or Stderr).
+// output ends (proc's output poller does when the writer is a Cmd's Stdout or Stderr).
 //
 // Writes never fail, so the child's output keeps being drained: an error of out is
 // ignored (tend's stdout is gone), and an error of file is kept for Flush to report

@@ -36,11 +36,12 @@ type Cmd struct {
 	Env []string
 	Dir string // working directory; "" is this process's
 	// Stdout and Stderr receive the output. nil discards it; an *os.File is given to
-	// the child directly; any other writer is fed through a pipe by a goroutine that
-	// copies in fixed-size chunks (32 KiB), and when the pipe ends (every holder of
-	// it closed it) that goroutine calls the writer's Flush() error method if it has
-	// one. The writer is never closed. Stdout and Stderr that are the same writer
-	// share one pipe. Stdin is /dev/null.
+	// the child directly; any other writer is fed through a pipe by the output
+	// poller (poller.go), one goroutine for every process's pipes, in pieces of at
+	// most 64 KiB, and when the pipe ends (every holder of it closed it) the poller
+	// calls the writer's Flush() error method if it has one. Such a writer must not
+	// block: while it does, no process's output moves. The writer is never closed.
+	// Stdout and Stderr that are the same writer share one pipe. Stdin is /dev/null.
 	Stdout io.Writer
 	Stderr io.Writer
 	// Files are more descriptors of the child: its fd number (3 or more) to one of
@@ -123,7 +124,7 @@ type Process struct {
 	onExit func()
 
 	outputDone chan struct{}
-	pipes      []*os.File // read ends of the output pipes, closed by their copiers
+	output     *procOutput // the output pipes, the poller's; nil when none
 }
 
 // Start starts c in its own process group and registers it with the reaper before
@@ -148,7 +149,7 @@ func Start(c Cmd) (*Process, error) {
 		return nil, err
 	}
 	// The child's ends are ours to close whatever happens; the read ends go to the
-	// copiers on success.
+	// output poller on success.
 	defer out.closeChildEnds()
 
 	startReaper()
@@ -183,7 +184,7 @@ func Start(c Cmd) (*Process, error) {
 		out.closeReadEnds()
 		return nil, &fs.PathError{Op: "fork/exec", Path: path, Err: err}
 	}
-	p.pipes = out.startCopiers(p.outputDone)
+	p.output = out.watch(p.outputDone)
 	return p, nil
 }
 
@@ -234,19 +235,27 @@ func (p *Process) Exit() Exit {
 	}
 }
 
-// OutputDone is closed once the output copiers have finished: every holder of the
-// output pipes closed them (the process and whatever inherited them) or CloseOutput
-// was called, and a Flush of the writers was done. It is closed at start when no
-// output goes through a pipe.
+// OutputDone is closed once the output pipes have ended: every holder of them closed
+// them (the process and whatever inherited them) or CloseOutput was called, and a
+// Flush of the writers was done. It is closed at start when no output goes through a
+// pipe.
 func (p *Process) OutputDone() <-chan struct{} { return p.outputDone }
 
-// CloseOutput stops copying the output: it closes the read ends of the output pipes,
-// so a descendant that escaped the process group and keeps them open cannot hold the
-// copiers forever. What it writes afterwards gets EPIPE.
+// CloseOutput stops copying the output: the output poller closes the read ends of
+// the output pipes, so a descendant that escaped the process group and keeps them
+// open cannot hold them forever. What it writes afterwards gets EPIPE. OutputDone is
+// closed soon after, not necessarily when CloseOutput returns.
 func (p *Process) CloseOutput() {
-	for _, r := range p.pipes {
-		r.Close() // the copier's Read returns; a second Close only returns ErrClosed
+	if p.output == nil {
+		return
 	}
+	select {
+	case <-p.outputDone:
+		return
+	default:
+	}
+	pl, _ := outputPoller() // made when the pipes were
+	pl.request(pollRequest{out: p.output, close: true})
 }
 
 // Signal sends sig to the root process only. Signalling an exited process is not an error.

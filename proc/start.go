@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -91,18 +90,9 @@ func checkDir(dir string) error {
 	return nil
 }
 
-// The output copiers read an idle pipe with a small buffer and switch to a pooled
-// large one while a burst lasts: a hundred quiet containers then hold a few hundred
-// KiB instead of megabytes, and a flood still moves in big chunks.
-const (
-	idleBufSize = 512
-	copyBufSize = 32 << 10
-)
-
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
-
 // outputs holds the child's stdin, stdout and stderr while starting: the descriptors
-// the child gets and the pipes whose read ends feed non-file writers.
+// the child gets and the pipes whose read ends feed non-file writers (through the
+// output poller, poller.go).
 //
 // The child's ends are plain descriptors, not *os.File: an *os.File pipe end is put
 // in non-blocking mode and registered with the runtime's poller when made, and taken
@@ -111,12 +101,7 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); retur
 type outputs struct {
 	child   [3]int // stdin, stdout, stderr as given to the child
 	closing []int  // child ends opened here, closed after the fork
-	copies  []copier
-}
-
-type copier struct {
-	r *os.File
-	w io.Writer
+	pipes   []*outPipe
 }
 
 // nullIn and nullOut are /dev/null open for reading (every child's stdin) and for
@@ -167,9 +152,11 @@ func (o *outputs) open(w io.Writer, null int) (int, error) {
 	case *os.File:
 		return int(w.Fd()), nil
 	default:
-		// Both ends non-blocking from the start, so the read end goes straight to
-		// the poller (os.NewFile sees the flag); the child's end is made blocking
-		// again, as programs expect of their stdout.
+		if _, err := outputPoller(); err != nil {
+			return -1, err
+		}
+		// Both ends non-blocking from the start, as the poller needs the read end;
+		// the child's end is made blocking again, as programs expect of their stdout.
 		var p [2]int
 		if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 			return -1, fmt.Errorf("output pipe: %w", err)
@@ -180,7 +167,7 @@ func (o *outputs) open(w io.Writer, null int) (int, error) {
 			return -1, fmt.Errorf("output pipe: %w", err)
 		}
 		o.closing = append(o.closing, p[1])
-		o.copies = append(o.copies, copier{r: os.NewFile(uintptr(p[0]), "|0"), w: w})
+		o.pipes = append(o.pipes, &outPipe{fd: p[0], w: w})
 		return p[1], nil
 	}
 }
@@ -207,72 +194,28 @@ func (o *outputs) closeChildEnds() {
 	o.closing = nil
 }
 
+// closeReadEnds closes the read ends when nothing was started.
 func (o *outputs) closeReadEnds() {
-	for _, c := range o.copies {
-		c.r.Close()
+	for _, p := range o.pipes {
+		unix.Close(p.fd)
 	}
-	o.copies = nil
+	o.pipes = nil
 }
 
-// startCopiers starts one goroutine per pipe and closes done when all have finished.
-func (o *outputs) startCopiers(done chan struct{}) []*os.File {
-	if len(o.copies) == 0 {
+// watch hands the pipes to the output poller, which closes done once they have all
+// ended; done is closed at once when there are none. It returns what CloseOutput
+// needs, nil without pipes.
+func (o *outputs) watch(done chan struct{}) *procOutput {
+	if len(o.pipes) == 0 {
 		close(done)
 		return nil
 	}
-	// The last copier to finish closes done (no extra goroutine per process).
-	var running atomic.Int32
-	running.Store(int32(len(o.copies)))
-	var readEnds []*os.File
-	for _, c := range o.copies {
-		readEnds = append(readEnds, c.r)
-		go func() {
-			c.copy()
-			if running.Add(-1) == 0 {
-				close(done)
-			}
-		}()
+	out := &procOutput{pipes: o.pipes, open: len(o.pipes), done: done}
+	for _, p := range o.pipes {
+		p.out = out
 	}
-	return readEnds
-}
-
-// flusher is a writer that holds an unfinished piece of output until told the output ended.
-type flusher interface{ Flush() error }
-
-// copy forwards the pipe in fixed-size chunks until every writer of the pipe closed it.
-// After a write error it keeps draining (and dropping) so the child never blocks on a
-// full pipe.
-func (c copier) copy() {
-	defer c.r.Close()
-	idle := make([]byte, idleBufSize)
-	buf := idle
-	var big *[]byte
-	defer func() {
-		if big != nil {
-			copyBufs.Put(big)
-		}
-	}()
-	var werr error
-	for {
-		n, err := c.r.Read(buf)
-		if n > 0 && werr == nil {
-			_, werr = c.w.Write(buf[:n])
-		}
-		if err != nil {
-			break
-		}
-		switch {
-		case big == nil && n == len(buf): // more is waiting: a burst
-			big = copyBufs.Get().(*[]byte)
-			buf = *big
-		case big != nil && n < idleBufSize: // quiet again
-			copyBufs.Put(big)
-			big, buf = nil, idle
-		}
-	}
-	if f, ok := c.w.(flusher); ok && werr == nil {
-		// proc has nowhere to report it: a writer's errors are its own to report
-		// (output.LogFile logs them and shows them in the status).
-		_ = f.Flush()
-	}
+	o.pipes = nil
+	pl, _ := outputPoller() // made when the first pipe was
+	pl.request(pollRequest{out: out})
+	return out
 }

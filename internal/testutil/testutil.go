@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// SyncBuffer is a bytes.Buffer that a process's output copier (or a logger) may
+// SyncBuffer is a bytes.Buffer that proc's output poller (or a logger) may
 // write while a test reads it.
 type SyncBuffer struct {
 	mu  sync.Mutex
