@@ -124,11 +124,21 @@ func (l *loop) openNotify(run uint64) error {
 	return nil
 }
 
-// sendSignal hands a readiness signal to the loop without blocking the output path.
+// sendSignal hands a readiness signal to the loop without blocking the output path:
+// a log_line match runs on proc's output poller, which reads every container's
+// output, and the loop may be waiting for that output to end (DrainOutput). With the
+// buffer full (runs' signals not taken yet) a goroutine of its own delivers it.
 func (l *loop) sendSignal(sig readySignal) {
 	select {
 	case l.readySignals <- sig:
 	case <-l.c.done:
+	default:
+		go func() {
+			select {
+			case l.readySignals <- sig:
+			case <-l.c.done:
+			}
+		}()
 	}
 }
 
