@@ -385,10 +385,7 @@ func splitArgv(fs *flag.FlagSet, args []string) ([]string, error) {
 func cmdOneshot(args []string) error {
 	fs := flag.NewFlagSet("oneshot", flag.ContinueOnError)
 	timeout := fs.Duration("timeout", 15*time.Second, "SIGKILL the tree after this")
-	logPath := fs.String("log", "", "supervisor stdout+stderr (default /dev/null)")
-	out := fs.String("out", "", "append the JSON record here")
-	sup := fs.String("sup", "", "supervisor label")
-	scen := fs.String("scenario", "oneshot", "scenario label")
+	logPath, out, sup, scen := recordFlags(fs, "oneshot")
 	argv, err := splitArgv(fs, args)
 	if err != nil {
 		return err
@@ -422,6 +419,16 @@ func cmdOneshot(args []string) error {
 	return rerr
 }
 
+// recordFlags are the flags every measuring command shares: where the supervisor's
+// output goes, where the record goes, and its labels.
+func recordFlags(fs *flag.FlagSet, scenario string) (logPath, out, sup, scen *string) {
+	logPath = fs.String("log", "", "supervisor stdout+stderr (default /dev/null)")
+	out = fs.String("out", "", "append the JSON record here")
+	sup = fs.String("sup", "", "supervisor label")
+	scen = fs.String("scenario", scenario, "scenario label")
+	return logPath, out, sup, scen
+}
+
 // ---------------------------------------------------------------------------
 // launch: launch -> first exec of one child, or of the last of N
 
@@ -431,10 +438,7 @@ func cmdLaunch(args []string) error {
 	n := fs.Int("n", 1, "number of stamp children to wait for")
 	timeout := fs.Duration("timeout", 15*time.Second, "give up waiting for the stamps")
 	stopTimeout := fs.Duration("stop-timeout", 20*time.Second, "SIGKILL the tree after this")
-	logPath := fs.String("log", "", "supervisor stdout+stderr (default /dev/null)")
-	out := fs.String("out", "", "append the JSON record here")
-	sup := fs.String("sup", "", "supervisor label")
-	scen := fs.String("scenario", "exec", "scenario label")
+	logPath, out, sup, scen := recordFlags(fs, "exec")
 	argv, err := splitArgv(fs, args)
 	if err != nil {
 		return err
@@ -568,10 +572,7 @@ func cmdRestarts(args []string) error {
 	count := fs.Int("count", 50, "restarts to measure after those")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up waiting for the restarts")
 	stopTimeout := fs.Duration("stop-timeout", 20*time.Second, "SIGKILL the tree after this")
-	logPath := fs.String("log", "", "supervisor stdout+stderr (default /dev/null)")
-	out := fs.String("out", "", "append the JSON record here")
-	sup := fs.String("sup", "", "supervisor label")
-	scen := fs.String("scenario", "restart", "scenario label")
+	logPath, out, sup, scen := recordFlags(fs, "restart")
 	argv, err := splitArgv(fs, args)
 	if err != nil {
 		return err
@@ -665,10 +666,7 @@ func cmdRun(args []string) error {
 	periodMS := fs.Float64("period-ms", 1000, "probe period, for -gaps-port")
 	rssAt := fs.Duration("rss-at", 0, "also record RSS this long into the window (the soak: 1 min)")
 	stopTimeout := fs.Duration("stop-timeout", 30*time.Second, "SIGKILL the tree after this")
-	logPath := fs.String("log", "", "supervisor stdout+stderr (default /dev/null)")
-	out := fs.String("out", "", "append the JSON record here")
-	sup := fs.String("sup", "", "supervisor label")
-	scen := fs.String("scenario", "", "scenario label")
+	logPath, out, sup, scen := recordFlags(fs, "")
 	argv, err := splitArgv(fs, args)
 	if err != nil {
 		return err
