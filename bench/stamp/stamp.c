@@ -3,7 +3,8 @@
  * dynamic loader runs between exec and the clock read.
  *
  *   stamp FILE     writes the value (ns) to FILE.tmp.PID, renames it to FILE (so a
- *                  reader never sees half a number), then waits for a signal (SIGTERM
+ *                  reader never sees half a number; exit 6 if FILE exists and is not
+ *                  a regular file), then waits for a signal (SIGTERM
  *                  kills it by its default action). The N-services scenarios give
  *                  each service its own FILE.
  *   stamp -a FILE  restart turnaround: appends "EXEC_NS EXIT_NS\n" to FILE in one
@@ -13,6 +14,7 @@
  */
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +46,14 @@ int main(int argc, char **argv) {
 	if (fd < 0) return 3;
 	if (write(fd, buf, n) != n) return 4;
 	close(fd);
+	/* Never rename over something that is not a stamp (a device such as /dev/null
+	 * given as FILE by mistake would become a regular file). After the clock read:
+	 * the value is already taken. */
+	struct stat st;
+	if (lstat(argv[1], &st) == 0 && !S_ISREG(st.st_mode)) {
+		unlink(tmp);
+		return 6;
+	}
 	if (rename(tmp, argv[1]) != 0) return 5;
 	for (;;) pause();
 }
