@@ -6,13 +6,15 @@
 package cgroup
 
 import (
-	"bufio"
-	"bytes"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Names of the variables, as ISS instances get them.
@@ -56,16 +58,35 @@ func Read(root string) map[string]string {
 	return out
 }
 
-// selfCgroups parses /proc/self/cgroup: controller list -> path ("" for v2's "0::/path").
+// selfCgroups is /proc/self/cgroup under root: controller list -> path ("" for v2's
+// "0::/path"). Under "/" it is read once, the first time, and kept: tend reads its
+// limits (OwnLimits) at launch and opens its tree (Open) a moment later, both from its
+// starting cgroup (SPEC §12.1), and on cgroup v2 Open then moves tend out of it. The map
+// is shared: callers only read it.
 func selfCgroups(root string) map[string]string {
-	data, err := os.ReadFile(filepath.Join(root, "proc/self/cgroup"))
+	if root != "/" {
+		return parseSelfCgroups(root)
+	}
+	started.once.Do(func() { started.paths = parseSelfCgroups(root) })
+	return started.paths
+}
+
+// started is tend's starting cgroup, as selfCgroups keeps it.
+var started struct {
+	once  sync.Once
+	paths map[string]string
+}
+
+func parseSelfCgroups(root string) map[string]string {
+	data, err := readSmall(filepath.Join(root, "proc/self/cgroup"))
 	if err != nil {
 		return nil
 	}
 	out := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
+	for len(data) > 0 {
+		var line []byte
+		line, data = nextLine(data)
+		parts := strings.SplitN(string(line), ":", 3)
 		if len(parts) == 3 {
 			out[parts[1]] = parts[2]
 		}
@@ -213,12 +234,26 @@ func cores(v float64) string {
 	return s + "c"
 }
 
+// readFile reads a small control file, trimmed; "" when it cannot be read.
 func readFile(dir, name string) string {
-	data, err := os.ReadFile(filepath.Join(dir, name))
+	data, err := readSmall(filepath.Join(dir, name))
 	if err != nil {
 		return ""
 	}
 	return strings.TrimSpace(string(data))
+}
+
+// readSmall reads a small file whole with plain syscalls: os.ReadFile registers each
+// file with the runtime's poller (cgroupfs files can be polled), five syscalls more
+// for every one of the reads tend makes before its first exec.
+func readSmall(p string) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 512)
+	return preadAll(fd, &buf, filepath.Dir(p), filepath.Base(p))
 }
 
 func exists(p string) bool {

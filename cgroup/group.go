@@ -28,11 +28,13 @@ type Group struct {
 	mode    Mode
 	reason  string // why mode is off
 	path    string // as /proc/PID/cgroup shows it
+	sub     string // <kind>/<name>, below <start>
 	places  []place
 	unified string  // hybrid: the group in the cgroup2 hierarchy, which holds every process
 	joined  []place // hybrid: the places of places that SetLimits made, for its limits
 	tree    *Tree   // hybrid: makes <start>/containers and /init of v1 at the first limit
 	fd      int     // v2, hybrid: the open directory, for clone3's CLONE_INTO_CGROUP
+	fresh   bool    // create made every directory anew (see Fresh)
 
 	// mu guards what follows, and joined: the files Usage and Kill read through
 	// descriptors kept open, which Remove closes.
@@ -58,14 +60,18 @@ func (g *Group) create() error {
 			dirs = append(dirs, p.dir)
 		}
 	}
+	g.fresh = true
 	for _, dir := range dirs {
 		leftover, err := g.mkdirFresh(dir)
 		if err != nil {
 			return err
 		}
+		g.fresh = g.fresh && !leftover
 		if leftover && g.unified != "" {
-			for _, p := range g.places {
-				unix.Rmdir(p.dir)
+			if places, err := g.tree.v1Places(); err == nil {
+				for _, p := range under(places, g.sub) {
+					unix.Rmdir(p.dir)
+				}
 			}
 		}
 	}
@@ -99,6 +105,11 @@ func (g *Group) mkdirFresh(dir string) (leftover bool, err error) {
 	}
 	return true, nil
 }
+
+// Fresh says whether the group was made new, with nothing before it: its counts (CPU
+// time, OOM kills) start at zero and need no reading before its first run. A leftover
+// of a crashed tend, even remade, is not fresh.
+func (g *Group) Fresh() bool { return g.fresh }
 
 // member is the directory of the cgroup2 group, which holds every process of the
 // group (v2, hybrid); "" on plain v1 and off.

@@ -43,12 +43,21 @@ func TestHybridJoinsV1OnlyForLimits(t *testing.T) {
 			t.Errorf("v1 %s: <start>/containers made before a limit needs it", list)
 		}
 	}
+	if exists(filepath.Join(unified, "init")) {
+		t.Error("cgroup2 <start>/init made before an init container needs it")
+	}
+	if _, err := tree.Group(KindInit, "migrate"); err != nil || !exists(filepath.Join(unified, "init/migrate")) {
+		t.Errorf("init group: %v; want cgroup2 <start>/init/migrate", err)
+	}
 	plain, err := tree.Group(KindContainers, "plain")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if errs := plain.SetLimits(Limits{}); errs != nil {
 		t.Fatal(errs)
+	}
+	if tree.v1Probed {
+		t.Error("the v1 hierarchies were probed before a limit needed them")
 	}
 	if plain.Path() != "/pod/containers/plain" || plain.FD() < 0 || plain.ProcsFiles() != nil {
 		t.Errorf("plain: Path %q FD %d ProcsFiles %v; want /pod/containers/plain, an fd, none", plain.Path(), plain.FD(), plain.ProcsFiles())
@@ -78,6 +87,33 @@ func TestHybridJoinsV1OnlyForLimits(t *testing.T) {
 		t.Errorf("Remove = %v; want the cgroup2 group gone", err)
 	}
 	tree.Close()
+}
+
+// A hybrid host without usable v1 hierarchies still places containers in the cgroup2
+// hierarchy; each limit, instance-wide or a container's, is then an error naming it.
+func TestHybridWithoutV1LimitsAreErrors(t *testing.T) {
+	root, v1, unified := fakeHybrid(t)
+	for _, list := range []string{"memory", "pids", "cpu,cpuacct"} {
+		if err := os.RemoveAll(filepath.Join(v1, list)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree, err := Open(root, "required", 1)
+	if err != nil || tree.Mode != ModeV1 || tree.unified != unified {
+		t.Fatalf("Open = %+v, %v; want hybrid", tree, err)
+	}
+	defer tree.Close()
+	g, err := tree.Group(KindContainers, "web")
+	if err != nil || g.FD() < 0 {
+		t.Fatalf("Group = %v; want placement by FD", err)
+	}
+	errs := g.SetLimits(Limits{Memory: 1 << 30, Pids: 10})
+	if len(errs) != 2 || errs[0].Limit != "memory" || errs[1].Limit != "pids" || !strings.Contains(errs[0].Error(), "no cgroup hierarchy") {
+		t.Errorf("SetLimits = %v; want a memory and a pids error", errs)
+	}
+	if errs := tree.SetLimits(Limits{CPU: 1}); len(errs) != 1 || errs[0].Limit != "cpu" {
+		t.Errorf("instance SetLimits = %v; want a cpu error", errs)
+	}
 }
 
 // A second tend in the same cgroups is off (the flock rule on the cgroup2
@@ -152,11 +188,13 @@ func realHybridTree(t *testing.T) *Tree {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(filepath.Join(mount, start)) })
-	tree, err := openV1("/", paths, limitControllers, true)
-	if err != nil {
+	tree := &Tree{Mode: ModeV1, root: "/", paths: paths} // as detect makes a hybrid one
+	if err := tree.openUnified(mount, start); err != nil {
 		t.Fatal(err)
 	}
-	tree.openUnified(mount, start)
+	if _, err := tree.v1Places(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if err := tree.Close(); err != nil {
 			t.Error(err)

@@ -44,6 +44,13 @@ func (g *Group) SetLimits(l Limits) []LimitError {
 	defer g.mu.Unlock()
 	g.closeFiles()
 	g.joined = nil
+	if g.places == nil && l.any() {
+		places, err := g.tree.v1Places()
+		if err != nil {
+			return l.failed(err)
+		}
+		g.places = under(places, g.sub)
+	}
 	var errs []LimitError
 	for _, p := range g.places {
 		limited := slices.DeleteFunc(slices.Clone(p.controllers), func(c string) bool { return !l.has(c) })
@@ -64,6 +71,20 @@ func (g *Group) SetLimits(l Limits) []LimitError {
 		g.joined = append(g.joined, p)
 	}
 	return append(errs, setLimits(g.mode, g.reason, g.joined, l, true)...)
+}
+
+// any says whether l sets any limit.
+func (l Limits) any() bool { return l.CPU > 0 || l.Memory > 0 || l.Pids > 0 }
+
+// failed is one LimitError with err for each limit l sets.
+func (l Limits) failed(err error) []LimitError {
+	var errs []LimitError
+	for _, c := range limitControllers {
+		if l.has(c) {
+			errs = append(errs, LimitError{c, err})
+		}
+	}
+	return errs
 }
 
 // has says whether l limits controller c.

@@ -59,15 +59,23 @@ type Tree struct {
 	places  []place
 	unified string // hybrid: tend's starting cgroup's directory in the cgroup2 hierarchy
 
-	mu    sync.Mutex
-	made  map[string]error // hybrid: v1 starts whose containers and init makeKinds made
-	locks []int            // flocked <start>/containers directories, held for tend's life
+	mu       sync.Mutex
+	made     map[string]error // hybrid: v1 starts whose containers and init makeKinds made
+	initMade bool             // makeInit made <start>/init
+
+	// hybrid: where the v1 hierarchies are, probed by v1Places into places
+	root     string
+	paths    map[string]string
+	v1Probed bool
+	v1Err    error
+	locks    []int // flocked <start>/containers directories, held for tend's life
 }
 
 // Open decides where tend can create cgroups, for want "auto", "required" or "off", from
 // /proc/self/cgroup and /sys/fs/cgroup under root ("/" in production). On cgroup v2 it
 // moves the process self into the leaf <start>/tend and enables the cpu, memory and pids
-// controllers below <start>, <start>/containers and <start>/init. On cgroup v1 it uses
+// controllers below <start> and <start>/containers (<start>/init is made for the first
+// init container, makeInit). On cgroup v1 it uses
 // the v1 hierarchies, and on a hybrid host (v1 controllers and a controller-less cgroup2
 // at /sys/fs/cgroup/unified) the cgroup2 one as well, for membership (see openUnified).
 // Where it cannot, the tree is ModeOff with a Reason; that is an error only when want is
@@ -113,23 +121,20 @@ func detect(root string, self int) *Tree {
 		}
 		return t
 	}
-	unified, start := filepath.Join(mount, "unified"), paths[""]
-	hybrid, controllers := usable(unified, start), v1Controllers
-	if hybrid {
-		// cpuacct and freezer are the cgroup2 group's cpu.stat and cgroup.freeze.
-		controllers = limitControllers
+	if unified, start := filepath.Join(mount, "unified"), paths[""]; usable(unified, start) {
+		// The v1 hierarchies are probed at the first limit (v1Places).
+		t := &Tree{Mode: ModeV1, root: root, paths: paths}
+		if err := t.openUnified(unified, start); err != nil {
+			return off(err.Error())
+		}
+		return t
 	}
-	t, err := openV1(root, paths, controllers, hybrid)
+	t, err := openV1(root, paths, v1Controllers, false)
 	if err != nil {
 		if readOnly(mount) {
 			return off("/sys/fs/cgroup is read-only")
 		}
 		return off(err.Error())
-	}
-	if hybrid {
-		if err := t.openUnified(unified, start); err != nil {
-			return off(err.Error())
-		}
 	}
 	return t
 }
@@ -150,9 +155,6 @@ func usable(mount, start string) bool {
 // 14 ms on a loaded host.
 func (t *Tree) openUnified(mount, start string) error {
 	dir := onDisk(mount, start)
-	if err := mkdir(filepath.Join(dir, KindInit)); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Join(dir, KindInit), err)
-	}
 	lock, err := lockContainers(dir)
 	if err != nil {
 		return err
@@ -183,6 +185,62 @@ func (t *Tree) makeKinds(start string) error {
 	return err
 }
 
+// makeInit makes <start>/init where Open made <start>/containers, once, for the first
+// init container: most instances have none, and a cgroup takes 20–60 µs to make
+// before the first exec. On v2 it gets the controllers <start>/containers has.
+func (t *Tree) makeInit() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.initMade {
+		return nil
+	}
+	var err error
+	switch {
+	case t.unified != "":
+		err = mkdir(filepath.Join(t.unified, KindInit))
+	case t.Mode == ModeV2:
+		dir := filepath.Join(t.places[0].dir, KindInit)
+		if err = mkdir(dir); err == nil {
+			enable(dir, t.places[0].controllers)
+		}
+	default:
+		for _, p := range t.places {
+			err = cmp.Or(err, mkdir(filepath.Join(p.dir, KindInit)))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path.Join(t.start, KindInit), err)
+	}
+	t.initMade = true
+	return nil
+}
+
+// v1Places are the v1 hierarchies of a hybrid tree (those of limitControllers where
+// <start> is writable), probed once, at the first limit that needs them: most
+// instances set none, and the probe is a dozen lookups before the first exec.
+// cpuacct and freezer are the cgroup2 group's cpu.stat and cgroup.freeze.
+func (t *Tree) v1Places() ([]place, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.v1Probed {
+		v1, err := openV1(t.root, t.paths, limitControllers, true)
+		if err == nil {
+			t.places = v1.places
+		}
+		t.v1Probed, t.v1Err = true, err
+	}
+	return t.places, t.v1Err
+}
+
+// under are the places of <start>/sub, for the places of <start>.
+func under(places []place, sub string) []place {
+	var out []place
+	for _, p := range places {
+		out = append(out, place{filepath.Join(p.dir, sub), p.controllers})
+	}
+	return out
+}
+
 // openV2 makes mount/start tend's tree. cgroup v2 lets only leaves hold processes once
 // a cgroup enables controllers for its children (the "no internal process" rule), and
 // systemd's delegation rules say the same of a delegated subtree: so tend first moves
@@ -210,13 +268,7 @@ func openV2(mount, start string, self int) (*Tree, error) {
 		return nil, fmt.Errorf("move tend into %s: %w", path.Join(start, "tend"), err)
 	}
 	enabled := enable(dir, strings.Fields(readFile(dir, "cgroup.controllers")))
-	for _, kind := range []string{KindContainers, KindInit} {
-		if err := mkdir(filepath.Join(dir, kind)); err != nil {
-			t.unlock()
-			return nil, fmt.Errorf("create %s: %w", path.Join(start, kind), err)
-		}
-		enable(filepath.Join(dir, kind), enabled)
-	}
+	enable(filepath.Join(dir, KindContainers), enabled)
 	t.places = []place{{dir, enabled}}
 	return t, nil
 }
@@ -244,7 +296,7 @@ func enable(dir string, offered []string) []string {
 }
 
 // openV1 uses every v1 hierarchy of controllers that is mounted and where tend can
-// create <start>/containers and <start>/init (as root). Unlike v2, a v1 cgroup may hold
+// create <start>/containers (as root). Unlike v2, a v1 cgroup may hold
 // processes and children at once, so tend stays where it started. lazy (hybrid) only
 // checks that <start> is writable: containers and init are made at the first limit that
 // needs them (Tree.makeKinds), as a v1 memory cgroup takes about 0.1 ms to make.
@@ -268,15 +320,14 @@ func openV1(root string, paths map[string]string, controllers []string, lazy boo
 				continue
 			}
 		} else {
-			err := errors.Join(mkdir(filepath.Join(dir, KindContainers)), mkdir(filepath.Join(dir, KindInit)))
+			lock, err := lockContainers(dir)
+			if errors.Is(err, errInUse) {
+				t.unlock()
+				return nil, err
+			}
 			if err != nil {
 				firstErr = cmp.Or(firstErr, err)
 				continue
-			}
-			lock, err := lockContainers(dir)
-			if err != nil {
-				t.unlock()
-				return nil, err
 			}
 			t.locks = append(t.locks, lock)
 		}
@@ -310,6 +361,12 @@ func (t *Tree) placeOf(dir string) int {
 // its porto container. Limits that cannot be written are returned, one per limit.
 func (t *Tree) SetLimits(l Limits) []LimitError {
 	places := t.places
+	if t.unified != "" && l.any() {
+		var err error
+		if places, err = t.v1Places(); err != nil {
+			return l.failed(err)
+		}
+	}
 	if t.Mode == ModeV2 {
 		// The starting cgroup has the controllers its parent enabled for it.
 		dir := t.places[0].dir
@@ -332,12 +389,17 @@ func (t *Tree) Group(kind, name string) (*Group, error) {
 	if t.Mode == ModeOff {
 		return g, nil
 	}
-	g.path = path.Join(t.start, kind, name)
-	if t.unified != "" {
-		g.unified, g.tree = filepath.Join(t.unified, kind, name), t
+	if kind == KindInit {
+		if err := t.makeInit(); err != nil {
+			return nil, err
+		}
 	}
-	for _, p := range t.places {
-		g.places = append(g.places, place{filepath.Join(p.dir, kind, name), p.controllers})
+	g.path, g.sub = path.Join(t.start, kind, name), filepath.Join(kind, name)
+	if t.unified != "" {
+		// Its v1 places come with its first limit (SetLimits).
+		g.unified, g.tree = filepath.Join(t.unified, kind, name), t
+	} else {
+		g.places = under(t.places, g.sub)
 	}
 	if err := g.create(); err != nil {
 		return nil, fmt.Errorf("cgroup %s: %w", g.path, err)
@@ -372,6 +434,9 @@ func (t *Tree) Close() error {
 	return errors.Join(errs...)
 }
 
+// errInUse is lockContainers' answer when another tend holds the lock.
+var errInUse = errors.New("another tend uses")
+
 // lockContainers creates dir/containers and takes an exclusive flock on it, so that
 // two tends started in the same cgroup (two `tend run` in one shell, parallel tests)
 // do not share <start>/containers/NAME: Group kills a group it finds, taking it for a
@@ -389,7 +454,7 @@ func lockContainers(dir string) (int, error) {
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		unix.Close(fd)
 		if err == unix.EWOULDBLOCK {
-			return -1, fmt.Errorf("another tend uses %s", locked)
+			return -1, fmt.Errorf("%w %s", errInUse, locked)
 		}
 		return -1, fmt.Errorf("lock %s: %w", locked, err)
 	}
@@ -433,10 +498,14 @@ func mkdir(dir string) error {
 // control file's value from a single write. O_CREATE lets tests use plain directories;
 // cgroupfs has the file already.
 func writeFile(dir, name, value string) error {
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	p := filepath.Join(dir, name)
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, 0o644)
 	if err != nil {
-		return err
+		return &fs.PathError{Op: "open", Path: p, Err: err}
 	}
-	_, err = f.WriteString(value)
-	return errors.Join(err, f.Close())
+	_, err = unix.Write(fd, []byte(value))
+	if err != nil {
+		err = &fs.PathError{Op: "write", Path: p, Err: err}
+	}
+	return errors.Join(err, unix.Close(fd))
 }

@@ -35,10 +35,24 @@ func TestOpenV2MovesToLeafAndEnablesControllers(t *testing.T) {
 	if got := readString(t, filepath.Join(start, "tend/cgroup.procs")); got != "4242" {
 		t.Errorf("tend/cgroup.procs = %q, want tend's pid 4242 (the leaf move)", got)
 	}
-	for _, dir := range []string{start, filepath.Join(start, "containers"), filepath.Join(start, "init")} {
+	for _, dir := range []string{start, filepath.Join(start, "containers")} {
 		if got := readString(t, filepath.Join(dir, "cgroup.subtree_control")); got != "+cpu +memory +pids" {
 			t.Errorf("%s/cgroup.subtree_control = %q, want +cpu +memory +pids", dir, got)
 		}
+	}
+	if exists(filepath.Join(start, "init")) {
+		t.Error("<start>/init made before an init container needs it")
+	}
+	for range 2 { // made once, for the first
+		if _, err := tree.Group(KindInit, "migrate"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readString(t, filepath.Join(start, "init/cgroup.subtree_control")); got != "+cpu +memory +pids" {
+		t.Errorf("init/cgroup.subtree_control = %q, want +cpu +memory +pids", got)
+	}
+	if !exists(filepath.Join(start, "init/migrate")) {
+		t.Error("no init/migrate")
 	}
 	g, err := tree.Group(KindContainers, "web")
 	if err != nil {

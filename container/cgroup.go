@@ -27,7 +27,7 @@ func (c *Container) OpenCgroup(tree *cgroup.Tree) ([]cgroup.LimitError, error) {
 		c.setCgroupStatus("", !c.cfg.Spec.Limits.IsSet())
 		return nil, err
 	}
-	c.group = g
+	c.group, c.freshGroup = g, g.Fresh()
 	cpu, memory, pids := c.cfg.Spec.Limits.Values()
 	errs := g.SetLimits(cgroup.Limits{CPU: cpu, Memory: memory, Pids: pids})
 	if g.Path() != "" {

@@ -85,6 +85,9 @@ type Container struct {
 	overlap atomic.Bool
 	group   *cgroup.Group
 	placed  atomic.Pointer[proc.Cgroup]
+	// freshGroup: group is new and has had no run; its usage needs no reading before
+	// the first (usageRunStart). Set before Run, then the loop's.
+	freshGroup bool
 	// sample is the latest from the instance's sampler (usage.go), announced on
 	// sampled; usage is what the loop last made of them, published apart from the
 	// status: a new sample every second is no status change to report. exitOOMs is

@@ -113,7 +113,9 @@ func (m *memWatch) observe(bytes int64) bool {
 // and whether the OOM killer struck during it can be told apart from earlier runs'.
 func (l *loop) usageRunStart(now time.Time) {
 	var base cgroup.Usage
-	if l.c.Placement() != nil {
+	if l.c.freshGroup {
+		l.c.freshGroup = false // the first run in a new group: its counts are zero
+	} else if l.c.Placement() != nil {
 		u, err := l.c.group.Usage()
 		if err != nil {
 			l.log.Debug().Err(err).Msg("cannot read usage")
