@@ -75,8 +75,8 @@ func completionCommands(app *cli.App) []complCommand {
 		}
 		cc := complCommand{name: c.Name, usage: c.Usage, files: strings.Contains(c.ArgsUsage, "SPEC") || strings.Contains(c.ArgsUsage, "FILE")}
 		for _, f := range c.Flags {
-			_, isBool := f.(*cli.BoolFlag)
-			_, many := f.(*cli.StringSliceFlag)
+			_, isBool := unwrapFlag(f).(*cli.BoolFlag)
+			_, many := unwrapFlag(f).(*cli.StringSliceFlag)
 			usage := ""
 			if df, ok := f.(cli.DocGenerationFlag); ok {
 				usage = df.GetUsage()

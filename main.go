@@ -114,7 +114,11 @@ func newApp() *cli.App {
 		// Usage errors (unknown flags, missing arguments) exit 2 (docs/reference.md "Command line").
 		OnUsageError: usageError,
 	}
+	// --help (added to every command as it runs) and --version too.
+	plain := withPlainNames([]cli.Flag{cli.HelpFlag, cli.VersionFlag})
+	cli.HelpFlag, cli.VersionFlag = plain[0], plain[1]
 	for _, c := range app.Commands {
+		c.Flags = withPlainNames(c.Flags)
 		c.OnUsageError = usageError
 		c.HideHelpCommand = true // no `tend status help`: "help" is an unexpected argument
 	}
