@@ -209,7 +209,7 @@ func (t *Tree) makeInit() error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("create %s: %w", path.Join(t.start, KindInit), err)
+		return err // "mkdir PATH: ..."
 	}
 	t.initMade = true
 	return nil
@@ -445,7 +445,7 @@ var errInUse = errors.New("another tend uses")
 func lockContainers(dir string) (int, error) {
 	locked := filepath.Join(dir, KindContainers)
 	if err := mkdir(locked); err != nil {
-		return -1, fmt.Errorf("create %s: %w", locked, err)
+		return -1, err // "mkdir PATH: ..." says it all
 	}
 	fd, err := unix.Open(locked, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
