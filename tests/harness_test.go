@@ -289,6 +289,13 @@ func (tp *tend) pid() int {
 // signal sends sig to tend itself.
 func (tp *tend) signal(sig syscall.Signal) {
 	tp.t.Helper()
+	if sig == syscall.SIGKILL && tp.cmd.Args[0] != "unshare" {
+		// Outside a PID namespace (tests without root) a SIGKILL would leave tend's
+		// children running after the test: take them with it, as the end of the
+		// namespace does.
+		killTree(tp.cmd.Process.Pid)
+		return
+	}
 	if err := syscall.Kill(tp.pid(), sig); err != nil {
 		tp.t.Fatalf("signal tend: %v", err)
 	}
