@@ -31,16 +31,28 @@ containers:
 }
 
 // freezeTend SIGSTOPs tend (its own pid, not the PID 1 namespace's unshare) for d, then
-// SIGCONTs it; its children run on meanwhile.
-func freezeTend(t *testing.T, tp *tend, d time.Duration) {
+// SIGCONTs it; its children run on meanwhile, but for child (a host pid; 0: none),
+// which is stopped with tend and continued 300 ms after it.
+func freezeTend(t *testing.T, tp *tend, d time.Duration, child int) {
 	t.Helper()
 	pid := tp.pid()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatalf("SIGSTOP tend: %v", err)
+	for _, p := range []int{child, pid} {
+		if p == 0 {
+			continue // never kill(0, ...): that is the test's own process group
+		}
+		if err := syscall.Kill(p, syscall.SIGSTOP); err != nil {
+			t.Fatalf("SIGSTOP %d: %v", p, err)
+		}
 	}
 	time.Sleep(d)
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatalf("SIGCONT tend: %v", err)
+	}
+	if child != 0 {
+		time.Sleep(300 * time.Millisecond)
+		if err := syscall.Kill(child, syscall.SIGCONT); err != nil {
+			t.Fatalf("SIGCONT %d: %v", child, err)
+		}
 	}
 }
 
@@ -53,8 +65,16 @@ func frozenTend(t *testing.T, name string, n int, d time.Duration) {
 		return c.Alive.True() && c.Pid != nil && (name != "pinging" || c.Ready.True())
 	})
 	pid := *containerStatus(doc, name).Pid
+	// The pinging process is frozen too, so that tend resumes with its watchdog timer
+	// long past and no WATCHDOG=1 waiting (with pings queued, the loop may read one
+	// before the late timer, and a tend without stall detection would pass half the
+	// time); it pings again 300 ms after tend resumes, within a fresh period.
+	child := 0
+	if name == "pinging" {
+		child = tp.hostPid(pid)
+	}
 	for i := 0; i < n; i++ {
-		freezeTend(t, tp, d)
+		freezeTend(t, tp, d, child)
 		// Longer than a watchdog period and a check: a kill would have happened.
 		time.Sleep(1500 * time.Millisecond)
 		doc, ok := tp.status()
@@ -71,8 +91,9 @@ func frozenTend(t *testing.T, name string, n int, d time.Duration) {
 }
 
 // A frozen tend (SIGSTOP, a VM pause, a checkpoint and restore) must not kill a
-// healthy container when it resumes: its watchdog timer fires late, before it has
-// read the WATCHDOG=1s queued on the notify socket. It gets a fresh period instead.
+// healthy container when it resumes: its watchdog timer fires late, before any
+// WATCHDOG=1 (the pinging process is frozen with it, see frozenTend). It gets a fresh
+// period instead.
 // Two freezes of 3 s, six watchdog periods each.
 func TestFrozenTendKeepsWatchdog(t *testing.T) {
 	t.Parallel() // a long wait: see parallelTests in harness_test.go

@@ -53,7 +53,7 @@ containers:
 	for _, n := range names {
 		pids[n] = *containerStatus(doc, n).Pid
 	}
-	freezeTend(t, tp, freeze)
+	freezeTend(t, tp, freeze, 0)
 	time.Sleep(5 * time.Second) // more than a watchdog period and a check
 	doc, ok := tp.status()
 	if !ok {
