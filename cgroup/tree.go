@@ -360,17 +360,21 @@ func (t *Tree) placeOf(dir string) int {
 // /containers and /init (SPEC §12.2). tend itself is below it too, as instancectl was in
 // its porto container. Limits that cannot be written are returned, one per limit.
 func (t *Tree) SetLimits(l Limits) []LimitError {
-	places := t.places
-	if t.unified != "" && l.any() {
+	var places []place
+	switch {
+	case t.unified != "" && l.any():
+		// A hybrid tree's places are v1Places' to write (under t.mu).
 		var err error
 		if places, err = t.v1Places(); err != nil {
 			return l.failed(err)
 		}
-	}
-	if t.Mode == ModeV2 {
+	case t.unified != "":
+	case t.Mode == ModeV2:
 		// The starting cgroup has the controllers its parent enabled for it.
 		dir := t.places[0].dir
 		places = []place{{dir, strings.Fields(readFile(dir, "cgroup.controllers"))}}
+	default:
+		places = t.places
 	}
 	return setLimits(t.Mode, t.Reason, places, l, false)
 }
