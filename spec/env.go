@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -50,6 +51,15 @@ func (e *envList) setVars(vars []EnvVar) {
 	}
 }
 
+// index maps each key to its place in strings().
+func (e *envList) index() map[string]int {
+	at := make(map[string]int, len(e.keys))
+	for i, k := range e.keys {
+		at[k] = i
+	}
+	return at
+}
+
 func (e *envList) strings() []string {
 	out := make([]string, len(e.keys))
 	for i, k := range e.keys {
@@ -71,10 +81,41 @@ func (v EnvVar) value() string {
 // cgroup limits, env_files, the top-level env, then own; a later assignment wins.
 // Each key appears once, at the place it first appeared.
 func (s *Spec) ProcessEnv(own []EnvVar) []string {
-	e := newEnvList()
-	e.setEnviron(s.baseEnv)
-	e.setVars(own)
-	return e.strings()
+	return s.envWith(nil, own)
+}
+
+// envWith is the base environment with the assignments pre and then own on top. The
+// base's entries are shared, not rebuilt: a process that sets nothing of its own
+// gets the base itself (every container of an instance of 1000, usually), capped so
+// that an append copies it; nobody writes an environment in place.
+func (s *Spec) envWith(pre [][2]string, own []EnvVar) []string {
+	if len(pre) == 0 && len(own) == 0 {
+		return slices.Clip(s.baseEnv)
+	}
+	out := make([]string, len(s.baseEnv), len(s.baseEnv)+len(pre)+len(own))
+	copy(out, s.baseEnv)
+	var added map[string]int // keys that are not in the base, at their place in out
+	set := func(k, v string) {
+		entry := k + "=" + v
+		if i, ok := s.baseAt[k]; ok {
+			out[i] = entry
+		} else if i, ok := added[k]; ok {
+			out[i] = entry
+		} else {
+			if added == nil {
+				added = map[string]int{}
+			}
+			added[k] = len(out)
+			out = append(out, entry)
+		}
+	}
+	for _, kv := range pre {
+		set(kv[0], kv[1])
+	}
+	for _, v := range own {
+		set(v.Name, v.value())
+	}
+	return out
 }
 
 // readEnvFile adds the KEY=VALUE lines of an env file to e. Blank lines and lines

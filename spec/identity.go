@@ -97,11 +97,10 @@ func (s *Spec) ProcessEnvAs(own []EnvVar, id *Identity) []string {
 	if id == nil || !id.HasUser {
 		return s.ProcessEnv(own)
 	}
-	e := newEnvList()
-	e.setEnviron(s.baseEnv)
+	var pre [][2]string
 	set := func(k, v string) {
 		if !s.specEnv[k] {
-			e.set(k, v)
+			pre = append(pre, [2]string{k, v})
 		}
 	}
 	set("HOME", id.Home)
@@ -109,8 +108,7 @@ func (s *Spec) ProcessEnvAs(own []EnvVar, id *Identity) []string {
 		set("USER", id.Name)
 		set("LOGNAME", id.Name)
 	}
-	e.setVars(own)
-	return e.strings()
+	return s.envWith(pre, own)
 }
 
 // identityKeys are the variables a user sets; specEnvKeys tells which of them the

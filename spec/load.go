@@ -119,7 +119,7 @@ func resolve(s *Spec, opts Options, specDir string, c *collector) {
 	}
 	readSecrets(s, "env", s.Env, c)
 	e.setVars(s.Env)
-	s.baseEnv = e.strings()
+	s.baseEnv, s.baseAt = e.strings(), e.index()
 	s.specEnv = specEnvKeys(e, identityBefore)
 	resolveIdentities(s, c)
 

@@ -317,3 +317,34 @@ func TestRevision(t *testing.T) {
 		t.Errorf("a spec not loaded from a file has a revision")
 	}
 }
+
+// A container's environment is the instance's with its own assignments on top: an
+// own key replaces the instance's in place, a new one goes at the end, and an append
+// to one container's environment changes neither another's nor the base.
+func TestProcessEnvOverlay(t *testing.T) {
+	s := mustLoad(t, `
+env: [{name: A, value: a}, {name: B, value: b}]
+containers:
+  - {name: x, command: x, env: [{name: B, value: own}, {name: NEW, value: "1"}]}
+  - {name: y, command: y}
+`, nil)
+	tail := func(env []string) []string { return env[len(env)-3:] }
+	base := s.ProcessEnv(nil)
+	if got := strings.Join(base[len(base)-2:], " "); got != "A=a B=b" {
+		t.Fatalf("base env ends with %q, want A=a B=b", got)
+	}
+	before := strings.Join(base, " ")
+	x := s.ProcessEnv(s.Containers[0].Env)
+	if got := strings.Join(tail(x), " "); got != "A=a B=own NEW=1" {
+		t.Errorf("x's env ends with %q, want A=a B=own NEW=1", got)
+	}
+	y := s.ProcessEnv(s.Containers[1].Env)
+	_ = append(y, "EXTRA=1")
+	again := s.ProcessEnv(nil)
+	if got := strings.Join(again, " "); got != before || slicesIndex(again, "EXTRA=1") >= 0 {
+		t.Errorf("base env changed to %q by a container's env", again)
+	}
+	if got := strings.Join(tail(s.ProcessEnv(s.Containers[0].Env)), " "); got != "A=a B=own NEW=1" {
+		t.Errorf("x's env ends with %q after y's changed", got)
+	}
+}

@@ -23,6 +23,7 @@ type Spec struct {
 	digest  [32]byte          // SHA-256 of the file's bytes, for Revision
 	vars    map[string]string // every substitution variable, for Vars
 	baseEnv []string          // tend's env + variables + cgroup limits + env_files + env, later wins
+	baseAt  map[string]int    // the index of each key in baseEnv
 	specEnv map[string]bool   // HOME, USER, LOGNAME when env_files or env set them (identity.go)
 }
 
