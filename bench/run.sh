@@ -293,6 +293,19 @@ child_argv() {
 	esac
 }
 
+# floor_argv DIR KIND: benchfloor with the one child of child_argv, or (stampN, sleepN with
+# N > 1) its -n N form: N children, each in its own process group, as a supervisor of N
+# services starts them, all signalled and reaped at the stop.
+floor_argv() {
+	local dir=$1 kind=$2
+	case $kind in
+	stamp[0-9]*) CMD=("$FLOOR" -n "${kind#stamp}" "$STAMP" "$dir/stamp.{}") ;;
+	sleep1) child_argv "$dir" "$kind"; CMD=("$FLOOR" "${CHILD[@]}") ;;
+	sleep*) CMD=("$FLOOR" -n "${kind#sleep}" sleep 100000) ;;
+	*) child_argv "$dir" "$kind"; CMD=("$FLOOR" "${CHILD[@]}") ;;
+	esac
+}
+
 # sup_cmd SUP DIR KIND: writes the config, sets CMD (argv) and ENVV (env assignments)
 sup_cmd() {
 	local sup=$1 dir=$2 kind=$3
@@ -302,7 +315,7 @@ sup_cmd() {
 	direct) CMD=("$STAMP" "$dir/stamp") ;;
 	tend) write_tend "$dir" "$kind"; CMD=("$TEND" run "${TEND_FLAGS[@]}" "$dir/spec.yaml") ;;
 	tend-base) write_tend "$dir" "$kind" base; CMD=("$BENCH_BASE" run "${TEND_FLAGS[@]}" "$dir/spec.yaml") ;;
-	benchfloor) child_argv "$dir" "$kind"; CMD=("$FLOOR" "${CHILD[@]}") ;;
+	benchfloor) floor_argv "$dir" "$kind" ;;
 	tini) child_argv "$dir" "$kind"; CMD=(tini -g -- "${CHILD[@]}") ;;
 	dumb-init) child_argv "$dir" "$kind"; CMD=(dumb-init "${CHILD[@]}") ;;
 	pebble) write_pebble "$dir" "$kind"; CMD=("$PEBBLE" run); ENVV=("PEBBLE=$dir") ;;
@@ -364,7 +377,7 @@ done
 only start50 && log "50 services: launch -> last exec, $REPS_START repetitions"
 for ((r = 1; r <= REPS_START; r++)); do
 	only start50 || break
-	for sup in $(peers tend tend-base pebble process-compose supervisord); do
+	for sup in $(peers benchfloor tend tend-base pebble process-compose supervisord); do
 		one start50 "$sup" stamp50 launch 90 -n 50 -timeout 60s -stop-timeout 30s
 	done
 done
@@ -375,7 +388,7 @@ REPS_1000=$((QUICK == 1 ? 1 : (REPS_START + 1) / 2))
 only start1000 && log "1000 services: launch -> last exec, $REPS_1000 repetitions"
 for ((r = 1; r <= REPS_1000; r++)); do
 	only start1000 || break
-	for sup in $(peers tend tend-base pebble process-compose); do
+	for sup in $(peers benchfloor tend tend-base pebble process-compose); do
 		one start1000 "$sup" stamp1000 launch 120 -n 1000 -timeout 60s -stop-timeout 10s
 	done
 done
@@ -398,7 +411,7 @@ done
 only stop50 && log "SIGTERM -> exit with 50 sleeps, $REPS_IDLE repetitions"
 for ((r = 1; r <= REPS_IDLE; r++)); do
 	only stop50 || break
-	for sup in $(peers tend tend-base tini dumb-init pebble process-compose supervisord); do
+	for sup in $(peers benchfloor tend tend-base tini dumb-init pebble process-compose supervisord); do
 		one stop50 "$sup" sleep50 run 120 -n 50 -comm sleep -settle 1s -start-timeout 60s -stop-timeout 45s
 	done
 done
@@ -414,7 +427,7 @@ done
 only idle && log "idle: $N sleeps, $REPS_IDLE repetitions"
 for ((r = 1; r <= REPS_IDLE; r++)); do
 	only idle || break
-	for sup in $(peers tend tend-base pebble process-compose supervisord); do
+	for sup in $(peers benchfloor tend tend-base pebble process-compose supervisord); do
 		one idle100 "$sup" "sleep$N" run 150 -n "$N" -comm sleep -settle 2s -start-timeout 60s -stop-timeout 45s
 	done
 done
