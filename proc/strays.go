@@ -114,6 +114,9 @@ func parentOf(p int) (int, bool) {
 // grace for them to exit, then SIGKILL, repeated while new ones appear (a process
 // may fork as it dies). It returns how many processes it signalled.
 func KillDescendants(grace time.Duration) int {
+	if !hasChildren() {
+		return 0 // the usual end: every container's processes were reaped
+	}
 	self := os.Getpid()
 	seen := map[int]bool{}
 	for round := 0; round < 10; round++ {
@@ -139,6 +142,19 @@ func KillDescendants(grace time.Duration) int {
 		waitPidfds(fds, grace)
 	}
 	return len(seen)
+}
+
+// hasChildren reports whether this process has a child, alive or not yet reaped: one
+// waitid that reaps nothing (WNOWAIT) instead of reading /proc. Without a child there is
+// nothing below: an orphan comes to tend, the subreaper, as its child.
+func hasChildren() bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return err != unix.ECHILD
+		}
+	}
 }
 
 // waitPidfds waits until every process of fds has exited or d has passed, and closes

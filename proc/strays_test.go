@@ -48,3 +48,24 @@ func TestDescendants(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// hasChildren sees a running child, and nothing in a process that never had one (this
+// test binary run again: the tests here share one process and start children in
+// parallel).
+func TestHasChildren(t *testing.T) {
+	if os.Getenv("TEND_TEST_NO_CHILDREN") == "1" {
+		if hasChildren() {
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	p := start(t, sh("sleep 600"))
+	if !hasChildren() {
+		t.Errorf("hasChildren() = false with pid %d running", p.Pid())
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHasChildren$")
+	cmd.Env = append(os.Environ(), "TEND_TEST_NO_CHILDREN=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("in a process without children: %v %s", err, out)
+	}
+}
