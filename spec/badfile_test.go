@@ -40,6 +40,9 @@ func TestBadFiles(t *testing.T) {
 	for i := range 100 {
 		deepBlock += strings.Repeat("  ", i+1) + "a:\n"
 	}
+	// Each part within the limit, too deep where one is used inside the other.
+	deepAlias := "a: &a " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\nb: " +
+		strings.Repeat("[", 30) + "*a" + strings.Repeat("]", 30) + "\n"
 	bomb := `a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
 b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
 c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
@@ -71,6 +74,7 @@ containers: *i
 		{"deep flow", write("deep.yaml", []byte("containers: "+deep+"\n")), "nested deeper than 64 levels"},
 		{"deep block", write("deepblock.yaml", []byte(deepBlock)), "nested deeper than 64 levels"},
 		{"alias bomb", write("bomb.yaml", []byte(bomb)), "more than 250000 nodes, aliases expanded"},
+		{"deep through an alias", write("deepalias.yaml", []byte(deepAlias)), "nested deeper than 64 levels through aliases"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -183,8 +183,9 @@ func NodeBound(data []byte) int {
 }
 
 // checkSize rejects documents nested deeper than maxDepth or larger than
-// maxExpandedNodes once aliases are expanded. Sizes are memoised per node, so the
-// check is linear in the parsed (unexpanded) document.
+// maxExpandedNodes once aliases are expanded. The sizes of anchored nodes are
+// memoised, so the check is linear in the parsed (unexpanded) document: only an
+// alias reaches a node twice, and an alias names an anchored node.
 func checkSize(root *yaml.Node) error {
 	type measure struct{ nodes, height int }
 	memo := map[*yaml.Node]measure{}
@@ -193,11 +194,13 @@ func checkSize(root *yaml.Node) error {
 		if depth > maxDepth {
 			return measure{}, fmt.Errorf("nested deeper than %d levels (line %d)", maxDepth, n.Line)
 		}
-		if m, ok := memo[n]; ok {
-			if depth+m.height > maxDepth {
-				return measure{}, fmt.Errorf("nested deeper than %d levels through aliases (line %d)", maxDepth, n.Line)
+		if n.Anchor != "" {
+			if m, ok := memo[n]; ok {
+				if depth+m.height > maxDepth {
+					return measure{}, fmt.Errorf("nested deeper than %d levels through aliases (line %d)", maxDepth, n.Line)
+				}
+				return m, nil
 			}
-			return m, nil
 		}
 		m := measure{nodes: 1}
 		children := n.Content
@@ -216,7 +219,9 @@ func checkSize(root *yaml.Node) error {
 				return measure{}, fmt.Errorf("more than %d nodes, aliases expanded (line %d)", maxExpandedNodes, n.Line)
 			}
 		}
-		memo[n] = m
+		if n.Anchor != "" {
+			memo[n] = m
+		}
 		return m, nil
 	}
 	_, err := measureOf(root, 0)
