@@ -97,17 +97,19 @@ func (s *Spec) envWith(pre [][2]string, own []EnvVar) []string {
 	var added map[string]int // keys that are not in the base, at their place in out
 	set := func(k, v string) {
 		entry := k + "=" + v
-		if i, ok := s.baseAt[k]; ok {
-			out[i] = entry
-		} else if i, ok := added[k]; ok {
-			out[i] = entry
-		} else {
-			if added == nil {
-				added = map[string]int{}
-			}
-			added[k] = len(out)
-			out = append(out, entry)
+		i, ok := s.baseAt[k]
+		if !ok {
+			i, ok = added[k]
 		}
+		if ok {
+			out[i] = entry
+			return
+		}
+		if added == nil {
+			added = map[string]int{}
+		}
+		added[k] = len(out)
+		out = append(out, entry)
 	}
 	for _, kv := range pre {
 		set(kv[0], kv[1])

@@ -82,8 +82,7 @@ func main() {
 // many starts n children of path, each in its own process group, forwards the
 // signals to every group, and returns the exit status once all are reaped.
 func many(n int, path string, args []string, sigs <-chan os.Signal) int {
-	env := os.Environ()
-	attr := &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: true}}
+	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: true}}
 	pids := make([]int, 0, n)
 	for i := 1; i <= n; i++ {
 		argv := make([]string, len(args))
