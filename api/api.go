@@ -26,6 +26,9 @@ import (
 type Supervisor interface {
 	// Status is the status document now.
 	Status() status.Document
+	// Ready is the instance's ready condition now: Status's Ready, without the
+	// containers' usage (which Status has sampled while it is asked for).
+	Ready() status.Condition
 	// Do hands a mutating call to the supervisor's loop and waits for its outcome
 	// (ErrNoContainer, ErrPreparing, ErrStopping or another error); ctx ends the
 	// wait, not the call.

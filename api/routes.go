@@ -92,18 +92,18 @@ func (a *Server) serveLive(w http.ResponseWriter, _ *http.Request) {
 
 // serveReady is GET /v1/ready: 200 "ready", or 503 with the reason it is not.
 func (a *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
-	doc := a.sv.Status()
+	ready := a.sv.Ready()
 	setWriteDeadline(w)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if doc.Ready.True() {
+	if ready.True() {
 		w.WriteHeader(http.StatusOK)
 		fmt.Fprint(w, "ready")
 		return
 	}
 	w.WriteHeader(http.StatusServiceUnavailable)
-	msg := string(doc.Ready.Reason)
-	if doc.Ready.Message != "" {
-		msg += ": " + doc.Ready.Message
+	msg := string(ready.Reason)
+	if ready.Message != "" {
+		msg += ": " + ready.Message
 	}
 	fmt.Fprint(w, msg)
 }

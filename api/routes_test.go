@@ -28,6 +28,8 @@ func (f *fakeSupervisor) Status() status.Document {
 	return status.Document{Instance: "test", Ready: status.NewCondition(true, "ContainersReady", "", time.Now())}
 }
 
+func (f *fakeSupervisor) Ready() status.Condition { return f.Status().Ready }
+
 func (f *fakeSupervisor) Do(context.Context, Action, string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -93,11 +93,12 @@ type Container struct {
 	// status: a new sample every second is no status change to report. exitOOMs is
 	// the group's OOM kills at the last exit (Container.exited), for the loop to
 	// read after it.
-	sampleMu sync.Mutex
-	sample   Sample
-	sampled  chan struct{}
-	usage    atomic.Pointer[status.Usage]
-	exitOOMs atomic.Int64
+	sampleMu  sync.Mutex
+	sample    Sample
+	sampleNew bool // sample is not taken yet
+	sampled   chan struct{}
+	usage     atomic.Pointer[status.Usage]
+	exitOOMs  atomic.Int64
 }
 
 type commandKind int

@@ -234,7 +234,16 @@ func (l *loop) onExit() {
 
 // onSampled takes the sample the sampler announced: a function of its own, so that
 // the sample is in its frame, not in that of the loop's select (Container.Sample).
-func (l *loop) onSampled() { l.onSample(l.c.takeSample()) }
+func (l *loop) onSampled() {
+	s, ok := l.c.takeSample()
+	if !ok {
+		return
+	}
+	l.onSample(s)
+	if s.Taken != nil {
+		s.Taken()
+	}
+}
 
 // onSample takes a usage sample of the sampler: shown while a run's process lives;
 // memory_restart applies only to a running one (a stop is on its way already).

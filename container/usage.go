@@ -23,6 +23,9 @@ type Sample struct {
 	// Usage as read: a cgroup's CPU time and OOM kills count every run since the
 	// group was made; the loop makes them the current run's.
 	Usage cgroup.Usage
+	// Taken, when set, is called once the loop has taken the sample, or a newer one
+	// replaced it: a reader that asked for fresh usage waits for it.
+	Taken func()
 }
 
 // ProcGroup is the process group whose usage ReadUsage takes from the sampler's pass
@@ -69,19 +72,26 @@ func (c *Container) ReadUsage(procs map[int]cgroup.Usage, now time.Time) (Sample
 // 100 containers is 400 KiB of tend's memory.
 func (c *Container) Sample(s Sample) {
 	c.sampleMu.Lock()
-	c.sample = s
+	replaced := c.sample
+	c.sample, c.sampleNew = s, true
 	c.sampleMu.Unlock()
+	if replaced.Taken != nil {
+		replaced.Taken()
+	}
 	select {
 	case c.sampled <- struct{}{}:
 	default:
 	}
 }
 
-// takeSample is the sample Sample announced last.
-func (c *Container) takeSample() Sample {
+// takeSample is the sample Sample announced last; false when the loop took it
+// already (a sample that replaced another was announced twice).
+func (c *Container) takeSample() (Sample, bool) {
 	c.sampleMu.Lock()
 	defer c.sampleMu.Unlock()
-	return c.sample
+	s, ok := c.sample, c.sampleNew
+	c.sample.Taken, c.sampleNew = nil, false
+	return s, ok
 }
 
 // runUsage is the loop's account of its runs' usage.

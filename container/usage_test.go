@@ -148,23 +148,32 @@ func TestHumanBytes(t *testing.T) {
 }
 
 // A sample the loop has not taken yet is replaced by the next: the loop sees the
-// newest, announced once, and the sampler never blocks.
+// newest, announced once, and the sampler never blocks. A replaced sample counts as
+// taken for whoever waits on it, and a sample is taken once.
 func TestSampleNewestWins(t *testing.T) {
 	c := &Container{sampled: make(chan struct{}, 1)}
 	t0 := time.Now()
-	c.Sample(Sample{Pid: 7, At: t0})
-	c.Sample(Sample{Pid: 7, At: t0.Add(time.Second)})
+	var taken1, taken2 int
+	c.Sample(Sample{Pid: 7, At: t0, Taken: func() { taken1++ }})
+	c.Sample(Sample{Pid: 7, At: t0.Add(time.Second), Taken: func() { taken2++ }})
+	if taken1 != 1 || taken2 != 0 {
+		t.Errorf("after the second sample: first taken %d times, second %d; want 1, 0", taken1, taken2)
+	}
 	select {
 	case <-c.sampled:
 	default:
 		t.Fatal("no sample announced")
 	}
-	if s := c.takeSample(); !s.At.Equal(t0.Add(time.Second)) {
-		t.Errorf("the loop took the sample of %v; want the newest, %v", s.At, t0.Add(time.Second))
+	s, ok := c.takeSample()
+	if !ok || !s.At.Equal(t0.Add(time.Second)) {
+		t.Errorf("the loop took the sample of %v (%v); want the newest, %v", s.At, ok, t0.Add(time.Second))
 	}
 	select {
 	case <-c.sampled:
 		t.Error("two samples announced twice; want once")
 	default:
+	}
+	if _, ok := c.takeSample(); ok {
+		t.Error("the same sample taken twice")
 	}
 }

@@ -37,6 +37,7 @@ type request struct {
 
 // Describe is one container with its events and probe results (api.Supervisor).
 func (sv *Supervisor) Describe(name string) (status.ContainerDetail, error) {
+	sv.freshUsage()
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	for _, c := range sv.containers {

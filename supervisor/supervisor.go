@@ -112,6 +112,8 @@ type Supervisor struct {
 	res        *resourceState // nil until preparing starts; see resources.go
 	cgroups    *cgroup.Tree   // nil until Run opens it (cgroups.go)
 	logs       *logHub        // the output kept for GET /v1/logs (loghub.go)
+
+	usage *usageDemand // who wants the usage sampled (usage.go)
 }
 
 // New returns a supervisor for s.
@@ -123,6 +125,7 @@ func New(s *spec.Spec, opts Options) *Supervisor {
 		stdout:      output.NewConsole(opts.Stdout),
 		stderr:      output.NewConsole(opts.Stderr),
 		logs:        newLogHub(),
+		usage:       newUsageDemand(),
 		requests:    make(chan request),
 		changed:     make(chan struct{}, 1),
 		reloadSteps: make(chan reloadStep, 4),
@@ -720,8 +723,10 @@ func (sv *Supervisor) killAll() {
 	}
 }
 
-// Status builds the status document.
+// Status builds the status document, with the containers' usage at most 2 s old
+// (freshUsage).
 func (sv *Supervisor) Status() status.Document {
+	sv.freshUsage()
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	cs := sv.snapshotsLocked()
@@ -741,6 +746,17 @@ func (sv *Supervisor) Status() status.Document {
 	sv.resourceStatus(&doc)
 	doc.Cgroups = sv.cgroupsStatus()
 	return doc
+}
+
+// Ready is the instance's ready condition now (GET /v1/ready): unlike Status it does
+// not ask for the containers' usage, so a readiness probe does not keep them sampled.
+func (sv *Supervisor) Ready() status.Condition {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if now := time.Now(); !sv.readyByStateLocked(now) {
+		sv.refreshReadyLocked(sv.snapshotsLocked(), now)
+	}
+	return sv.ready
 }
 
 // joinLimited joins at most ten parts, then says how many more there were: the

@@ -2,9 +2,11 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,9 +136,12 @@ func TestMemoryRestart(t *testing.T) {
 instance: {cgroups: `+mode+`}
 containers:
   - name: leaky
-    command: ["sh", "-c", "[ -e {DIR}/ran ] && exec sleep 600; touch {DIR}/ran; exec python3 `+prog+`"]
+    command: ["sh", "-c", "[ -e {DIR}/ran ] && touch {DIR}/restarted && exec sleep 600; touch {DIR}/ran; exec python3 `+prog+`"]
     memory_restart: 40Mi
 `, opts)
+			// Restarted with nobody reading the status: memory_restart has its
+			// container sampled by itself.
+			waitFile(t, 20*time.Second, filepath.Join(tp.dir, "restarted"))
 			doc := tp.waitStatus(20*time.Second, "leaky restarted", func(d status.Document) bool {
 				c := containerStatus(d, "leaky")
 				return c.Restarts >= 1 && c.State == status.Running
@@ -150,4 +155,80 @@ containers:
 			}
 		})
 	}
+}
+
+// Usage is read for whoever asks for it: until the status is asked for, only the
+// container with memory_restart has its /proc/PID/stat read (the sampler keeps the
+// file open from one read to the next); the first status shows every running
+// container's usage all the same, read then; from then on every container is read.
+func TestUsageSampledWhenAsked(t *testing.T) {
+	tp := start(t, `
+instance: {cgroups: off}
+containers:
+  - name: plain
+    command: ["sleep", "601"]
+  - name: limited
+    command: ["sleep", "602"]
+    memory_restart: 1Gi
+`, runOpts{})
+	tendPid := tp.pid()
+	var plain, limited int
+	waitFor(t, 10*time.Second, "both sleeps running", func() (bool, string) {
+		for _, pid := range descendants(tendPid) {
+			switch cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); string(cmdline) {
+			case "sleep\x00601\x00":
+				plain = pid
+			case "sleep\x00602\x00":
+				limited = pid
+			}
+		}
+		return plain != 0 && limited != 0, fmt.Sprintf("plain %d, limited %d", plain, limited)
+	})
+	statOpen := func(pid int) bool {
+		want := fmt.Sprintf("/proc/%d/stat", nsPid(pid)) // as tend's /proc names it
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", tendPid))
+		for _, fd := range fds {
+			if target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", tendPid, fd.Name())); target == want {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, 10*time.Second, "limited's usage read", func() (bool, string) { return statOpen(limited), "" })
+	time.Sleep(1500 * time.Millisecond) // more than a sample period: plain would be read by now
+	if statOpen(plain) {
+		t.Fatal("plain's usage read before anyone asked for it")
+	}
+
+	waitFor(t, 10*time.Second, "the API", func() (bool, string) {
+		resp, err := tp.client().Get("http://tend/v1/live")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return true, ""
+	})
+	doc, ok := tp.status()
+	if !ok {
+		t.Fatal("no status")
+	}
+	for _, name := range []string{"plain", "limited"} {
+		if u := containerStatus(doc, name).Usage; u.Pids < 1 || u.MemoryBytes <= 0 {
+			t.Errorf("%s: usage %+v in the first status; want its sleep's memory and pid", name, u)
+		}
+	}
+	waitFor(t, 5*time.Second, "plain's usage read every second once asked for", func() (bool, string) { return statOpen(plain), "" })
+}
+
+// nsPid is the pid of process pid (of this test's PID namespace) in its own innermost
+// namespace: tend's, when tend runs as PID 1.
+func nsPid(pid int) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "NSpid:" {
+			n, _ := strconv.Atoi(f[len(f)-1])
+			return n
+		}
+	}
+	return pid
 }
