@@ -102,11 +102,8 @@ func startSockets(t *testing.T, specText string) (*tend, string) {
 func (tp *tend) hostPid(pid int) int {
 	tp.t.Helper()
 	for _, p := range append(descendants(tp.pid()), tp.pid()) {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) > 1 && f[0] == "NSpid:" && f[len(f)-1] == strconv.Itoa(pid) {
-				return p
-			}
+		if nsPid(p) == pid {
+			return p
 		}
 	}
 	tp.t.Fatalf("no process of tend has pid %d in its namespace", pid)

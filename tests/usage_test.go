@@ -221,7 +221,8 @@ containers:
 }
 
 // nsPid is the pid of process pid (of this test's PID namespace) in its own innermost
-// namespace: tend's, when tend runs as PID 1.
+// namespace: tend's, when tend runs as PID 1; 0 when it cannot be read (the process
+// is gone).
 func nsPid(pid int) int {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, l := range strings.Split(string(b), "\n") {
@@ -230,5 +231,5 @@ func nsPid(pid int) int {
 			return n
 		}
 	}
-	return pid
+	return 0
 }
