@@ -2,10 +2,14 @@ package footprint
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // restore puts the runtime settings back as the test found them.
@@ -58,5 +62,82 @@ func TestEnvironmentWins(t *testing.T) {
 	}
 	if got := runtime.GOMAXPROCS(0); got != 2 {
 		t.Errorf("GOMAXPROCS = %d with GOMAXPROCS=2 in the environment, want 2", got)
+	}
+}
+
+// cachedPages counts the pages of the file at path that are in the page cache.
+func cachedPages(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(b)
+	vec := make([]byte, (len(b)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore: %v", errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
+}
+
+// TestDropCached: the pages of a file that nobody maps leave the page cache, and
+// under MADV_RANDOM a fault brings back the page it needs, not its neighbours.
+func TestDropCached(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "blob")
+	var fs unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(path), &fs); err == nil && fs.Type == unix.TMPFS_MAGIC {
+		t.Skip("the temporary directory is a tmpfs, whose pages cannot be dropped")
+	}
+	const pages = 256
+	size := pages * os.Getpagesize()
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i / 7)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil { // dirty pages are written back, not dropped
+		t.Fatal(err)
+	}
+	if n := cachedPages(t, path); n < pages/2 {
+		t.Skipf("only %d of %d pages cached after the write: cannot tell a drop", n, pages)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	if err := unix.Madvise(m, unix.MADV_RANDOM); err != nil {
+		t.Fatal(err)
+	}
+	dropCached(path)
+	if n := cachedPages(t, path); n > 0 {
+		t.Fatalf("%d of %d pages still cached after dropCached, want none", n, pages)
+	}
+	at := 100*os.Getpagesize() + 5
+	if m[at] != data[at] {
+		t.Fatal("the mapping reads wrong data after the drop")
+	}
+	if n := cachedPages(t, path); n > 16 {
+		t.Errorf("one fault brought %d pages back to the cache, want only the one it needs", n)
 	}
 }
