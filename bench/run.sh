@@ -87,6 +87,9 @@ have() { [[ $SKIP != *" $1 "* && ($1 != tend-base || -n ${BENCH_BASE:-}) ]]; }
 
 # --- tools -------------------------------------------------------------------------
 [[ -x $TEND ]] || die "$TEND is missing: run 'make build' (or 'make bench')"
+# A binary just built is dirty in the page cache until written back, and tend's settle
+# (internal/footprint) cannot drop dirty pages: written back now, every run is alike.
+sync "$TEND" ${BENCH_BASE:+"$BENCH_BASE"} 2>/dev/null || true
 command -v "$GO" >/dev/null || die "go is not in PATH"
 command -v timeout >/dev/null || die "timeout (coreutils) is missing"
 
