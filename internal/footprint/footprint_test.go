@@ -129,7 +129,7 @@ func TestDropCached(t *testing.T) {
 	if err := unix.Madvise(m, unix.MADV_RANDOM); err != nil {
 		t.Fatal(err)
 	}
-	dropCached(path)
+	dropCached(path, 0, 0)
 	if n := cachedPages(t, path); n > 0 {
 		t.Fatalf("%d of %d pages still cached after dropCached, want none", n, pages)
 	}
