@@ -187,7 +187,10 @@ func TestAdviseExecutable(t *testing.T) {
 		t.Skipf("only %d of %d pages of the read-only data cached after reading it: cannot tell a drop", cached, all)
 	}
 	AdviseExecutable()
-	if cached, all := count(data); cached > all/4 {
-		t.Errorf("%d of %d pages of the read-only data still cached, want at most a quarter", cached, all)
+	// What the test and the runtime read meanwhile comes back: about a quarter of the
+	// test binary's (89–95 pages of 377–431 in six runs, with and without -race);
+	// without the drop all of it stays.
+	if cached, all := count(data); cached > all/2 {
+		t.Errorf("%d of %d pages of the read-only data still cached, want at most half", cached, all)
 	}
 }
