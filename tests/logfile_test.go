@@ -114,6 +114,9 @@ containers:
 	tp.waitStatus(10*time.Second, "log_error says the disk is full", func(d status.Document) bool {
 		return strings.Contains(containerStatus(d, "web").LogError, "no space left on device")
 	})
+	waitFor(t, 10*time.Second, "the warning on stderr", func() (bool, string) {
+		return strings.Contains(tp.stderr.String(), "cannot write the log file"), ""
+	})
 	// More lines fail to be written meanwhile; they make no more warnings.
 	seen := strings.Count(tp.stdout.String(), "web | line")
 	waitFor(t, 10*time.Second, "20 more lines on stdout", func() (bool, string) {
@@ -132,6 +135,11 @@ containers:
 	})
 	waitFor(t, 10*time.Second, "new lines in the log file", func() (bool, string) {
 		return len(lines(t, logFile)) > before, ""
+	})
+	// tend's own log reaches its stderr through a queue of its own: the line may come
+	// after the status and the file have changed.
+	waitFor(t, 10*time.Second, "the recovery line on stderr", func() (bool, string) {
+		return strings.Contains(tp.stderr.String(), "writing the log file works again"), ""
 	})
 	if n := strings.Count(tp.stderr.String(), "writing the log file works again"); n != 1 {
 		t.Errorf("%d recovery lines, want 1", n)
