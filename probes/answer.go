@@ -66,6 +66,11 @@ func readRest(br *bufio.Reader, code int, http10, wantBody bool) (answer, error)
 		if wantBody {
 			_, err = a.readBody(io.LimitReader(br, f.length), true)
 		}
+	case !wantBody:
+		// A probe's usual answer: a short body, read through to reuse the connection,
+		// without allocating.
+		_, err = br.Discard(int(f.length))
+		err = unexpectedEOF(err)
 	default:
 		var n int64
 		if n, err = a.readBody(io.LimitReader(br, f.length), wantBody); err == nil && n < f.length {

@@ -204,19 +204,7 @@ func (s *schedule) tick() {
 	s.checking = true
 	s.mu.Unlock()
 
-	result := check(s.ctx, s.handler, s.target, s.limit.MaxExecution, &s.conn, probeCheck)
-	// A check cancelled midway says nothing about the target: not counted, not sent.
-	if s.ctx.Err() == nil {
-		s.metrics.record(result)
-		s.history.add(time.Now(), result)
-		if ev := s.apply(result); s.news(ev) {
-			select {
-			case s.out <- ev:
-				s.last, s.sent = ev, true
-			case <-s.ctx.Done():
-			}
-		}
-	}
+	s.report(check(s.ctx, s.handler, s.target, s.limit.MaxExecution, &s.conn, probeCheck))
 	// Counters are updated first, then the period is computed from them
 	// (docs/reference.md "Fields and defaults"); a check that outlasted its period is followed at once.
 	now := time.Since(epoch)
@@ -239,6 +227,25 @@ func (s *schedule) tick() {
 		return
 	}
 	s.timer.Reset(wait)
+}
+
+// report counts and records the result of a check, and sends its event if it is
+// news. A check cancelled midway says nothing about the target: not counted, not
+// sent. (A method of its own, so that its locals are not on the stack of every check
+// waiting for its answer: see checkHTTP.)
+func (s *schedule) report(result Result) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	s.metrics.record(result)
+	s.history.add(time.Now(), result)
+	if ev := s.apply(result); s.news(ev) {
+		select {
+		case s.out <- ev:
+			s.last, s.sent = ev, true
+		case <-s.ctx.Done():
+		}
+	}
 }
 
 // apply counts result against the thresholds and returns the event to report.
