@@ -92,8 +92,9 @@ func runInstance(c *cli.Context) error {
 	if err := checkRoot(s); err != nil {
 		return fail(1, "run: %v", err)
 	}
-	footprint.SettleAfterStartup()
+	settleReady := footprint.SettleAfterStartup()
 	sv := supervisor.New(s, supervisor.Options{
+		OnReady: settleReady,
 		Load: func() (*spec.Spec, error) {
 			s, err := load()
 			if err == nil {

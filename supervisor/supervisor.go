@@ -45,6 +45,9 @@ type Options struct {
 	// WatchPath is the spec file to reload on every change of its content
 	// (--watch); "" watches nothing.
 	WatchPath string
+	// OnReady is called whenever the instance turns ready, under the supervisor's
+	// lock: it must return at once.
+	OnReady func()
 }
 
 // Process is what tend sets up as a process before it supervises anything: it
@@ -571,7 +574,9 @@ func (sv *Supervisor) refreshReadyLocked(cs []status.Container, now time.Time) {
 		}
 	}
 	if len(notReady) == 0 {
-		sv.ready.Set(true, status.ReasonContainersReady, "", now)
+		if sv.ready.Set(true, status.ReasonContainersReady, "", now) && sv.opts.OnReady != nil {
+			sv.opts.OnReady()
+		}
 		return
 	}
 	sv.ready.Set(false, status.ReasonContainersNotReady, joinLimited(notReady, "; "), now)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -48,6 +49,45 @@ func TestSettledAfterStartup(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling with a deadline: nothing announces the change
 	}
+}
+
+// The footprint is trimmed once after start-up, and once more after the instance is
+// first ready if that comes after the first trim; never more.
+func TestTrimmedAgainAfterLateReadiness(t *testing.T) {
+	defer func(grace, ready time.Duration, f func()) { startupGrace, readyGrace, trim = grace, ready, f }(startupGrace, readyGrace, trim)
+	startupGrace, readyGrace = 5*time.Millisecond, 5*time.Millisecond
+	var trims atomic.Int32
+	trim = func() { trims.Add(1) }
+	waitTrims := func(want int32) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for trims.Load() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d trims, want %d", trims.Load(), want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // ten graces: no further trim comes
+		if got := trims.Load(); got != want {
+			t.Fatalf("%d trims, want %d", got, want)
+		}
+	}
+
+	// Ready before the first trim: that trim comes after the first checks anyway.
+	trims.Store(0)
+	startupGrace = 30 * time.Millisecond
+	ready := SettleAfterStartup()
+	ready()
+	waitTrims(1)
+
+	// Ready after it, twice: one more trim.
+	trims.Store(0)
+	startupGrace = 5 * time.Millisecond
+	ready = SettleAfterStartup()
+	waitTrims(1)
+	ready()
+	ready()
+	waitTrims(2)
 }
 
 func TestEnvironmentWins(t *testing.T) {
