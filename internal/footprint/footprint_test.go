@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,7 +55,10 @@ func TestSettledAfterStartup(t *testing.T) {
 // The footprint is trimmed once after start-up, and once more after the instance is
 // first ready if that comes after the first trim; never more.
 func TestTrimmedAgainAfterLateReadiness(t *testing.T) {
-	defer func(grace, ready time.Duration, f func()) { startupGrace, readyGrace, trim = grace, ready, f }(startupGrace, readyGrace, trim)
+	defer func(grace, ready time.Duration, f, k func()) {
+		startupGrace, readyGrace, trim, keepTrimmed = grace, ready, f, k
+	}(startupGrace, readyGrace, trim, keepTrimmed)
+	keepTrimmed = func() {}
 	startupGrace, readyGrace = 5*time.Millisecond, 5*time.Millisecond
 	var trims atomic.Int32
 	trim = func() { trims.Add(1) }
@@ -89,6 +93,33 @@ func TestTrimmedAgainAfterLateReadiness(t *testing.T) {
 	ready()
 	waitTrims(2)
 }
+
+// keepTrimmedEvery collects and hands memory back after a period in which tend
+// allocated, and not after one in which it did not.
+func TestKeptTrimmedWhenAllocating(t *testing.T) {
+	forced := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	count := func() uint64 { metrics.Read(forced); return forced[0].Value.Uint64() }
+	go keepTrimmedEvery(20 * time.Millisecond) // runs until the test binary exits
+
+	before := count()
+	deadline := time.Now().Add(5 * time.Second)
+	for count() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no collection forced within 5 s of allocating 4 MB every 10 ms")
+		}
+		sink = make([]byte, 4<<20)
+		time.Sleep(10 * time.Millisecond)
+	}
+	sink = nil
+	time.Sleep(100 * time.Millisecond) // a trim may follow what was allocated above
+	before = count()
+	time.Sleep(200 * time.Millisecond) // ten periods without allocating
+	if n := count() - before; n > 0 {
+		t.Errorf("%d collections forced while nothing was allocated", n)
+	}
+}
+
+var sink []byte
 
 func TestEnvironmentWins(t *testing.T) {
 	restore(t)
