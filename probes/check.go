@@ -45,11 +45,7 @@ type answerReader struct {
 }
 
 // readers are the answer readers of HTTP checks, reused across checks.
-var readers = sync.Pool{New: func() any {
-	r := &answerReader{br: bufio.NewReaderSize(nil, 4096)}
-	r.br.Reset(&r.limit)
-	return r
-}}
+var readers = sync.Pool{New: func() any { return &answerReader{br: bufio.NewReaderSize(nil, 4096)} }}
 
 // tlsSessions lets a new TLS connection of a check resume an earlier session with
 // the same server (no certificate sent, no signature made): probes reconnect every
@@ -127,11 +123,10 @@ var keepIdle = 4 * time.Second
 
 // session is the HTTP connection a probe keeps between its checks; it belongs to
 // the check in progress (a probe's checks never overlap, and share the probe's
-// context). What a check needs of its
-// connection besides reading and writing (the watch on the probe's context, the raw
-// socket and the function that peeks at it) is made once per connection: made per
-// check it was all of a check's garbage, and a steady 200 checks a second would keep
-// the collector running for nothing else.
+// context). What a check needs of its connection besides reading and writing (the
+// watch on the probe's context, the raw socket and the function that peeks at it)
+// is made once per connection: made per check it was all of a check's garbage, and
+// a steady 200 checks a second would keep the collector running for nothing else.
 type session struct {
 	conn   net.Conn
 	opened time.Time
