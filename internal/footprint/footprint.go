@@ -184,8 +184,8 @@ const (
 // here: it leaves alone the free pages of a 4 MB heap chunk that is nearly all in
 // use (to keep it one huge page), and a supervisor's whole heap is one or two such
 // chunks. What a probe's connections leave when they are replaced every 10 s then
-// stayed: with 200 checks a second, RSS 10.3-10.5 MiB from 25 s on, against 8.9
-// without the replacements; trimmed, 9.2-9.7 (bench/README.md, series 9), for a
+// stayed: with 200 checks a second, RSS 10.2-10.6 MiB from 25 s on, against 8.9
+// without the replacements; trimmed, 9.4-9.9 (bench/README.md, series 9), for a
 // collection every 10 s (the same CPU in 35 s windows). An idle tend allocates
 // nothing and is never woken for more than the look.
 func keepTrimmedEvery(period time.Duration) {
