@@ -148,6 +148,22 @@ CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/bin/benchprober" ./bench/cmd/bench
 # the Go floor peer: built as tend is (static, -s -w), so the two differ only in what they do
 CGO_ENABLED=0 "$GO" build -trimpath -ldflags '-s -w' -o "$WORK/bin/benchfloor" ./bench/cmd/benchfloor
 FLOOR=$WORK/bin/benchfloor
+# benchfloor-libs: the same program with every package tend's code imports linked in for
+# its side effects (their init functions run, the runtime's tables grow with them), built
+# with tend's tags: what any Go supervisor with tend's libraries pays whatever it does. The
+# list is read from tend's sources on each run (`go list`), so it cannot go stale; the
+# extra file is added with -overlay and never written into the tree.
+{
+	echo "package main"
+	echo "import ("
+	# shellcheck disable=SC2046 # one argument per package
+	"$GO" list -tags urfave_cli_no_docs -f '{{join .Imports "\n"}}' $("$GO" list -tags urfave_cli_no_docs -deps . | grep '^github.com/tend-sh/tend') |
+		grep -v '^github.com/tend-sh/tend' | sort -u | sed 's/.*/\t_ "&"/'
+	echo ")"
+} >"$WORK/floorlibs.go"
+printf '{"Replace": {"%s": "%s"}}\n' "$ROOT/bench/cmd/benchfloor/zz_libs.go" "$WORK/floorlibs.go" >"$WORK/floorlibs.json"
+CGO_ENABLED=0 "$GO" build -overlay "$WORK/floorlibs.json" -tags urfave_cli_no_docs -trimpath -ldflags '-s -w' \
+	-o "$WORK/bin/benchfloor-libs" ./bench/cmd/benchfloor
 cc -O2 -static -o "$WORK/bin/stamp" bench/stamp/stamp.c 2>/dev/null ||
 	cc -O2 -o "$WORK/bin/stamp" bench/stamp/stamp.c # no static libc: dynamic (slower exec for every supervisor alike)
 STAMP=$WORK/bin/stamp
@@ -163,7 +179,7 @@ mkdir -p "$OUT/logs"
 	echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r)"
 	echo "- tend: $("$TEND" version 2>/dev/null | head -n 1) ($("$GO" version | awk '{print $3}'))"
 	have tend-base && echo "- tend-base: $BENCH_BASE ($("$BENCH_BASE" version 2>/dev/null | head -n 1))"
-	echo "- benchfloor: bench/cmd/benchfloor (static Go, -s -w, same Go)"
+	echo "- benchfloor: bench/cmd/benchfloor (static Go, -s -w, same Go); benchfloor-libs: the same with the $(grep -c '^	_' "$WORK/floorlibs.go") packages tend imports linked in ($(stat -c %s "$WORK/bin/benchfloor-libs") bytes; tend $(stat -c %s "$TEND"))"
 	have tini && echo "- tini: $(tini --version 2>&1 | head -n 1) (Debian package)"
 	have dumb-init && echo "- dumb-init: $(dumb-init --version 2>&1 | head -n 1) (Debian package)"
 	have pebble && echo "- pebble: $("$PEBBLE" version --client 2>&1 | head -n 1) (built from source with the same Go)"
@@ -296,11 +312,11 @@ child_argv() {
 	esac
 }
 
-# floor_argv DIR KIND: benchfloor with the one child of child_argv, or (stampN, sleepN with
-# N > 1) its -n N form: N children, each in its own process group, as a supervisor of N
-# services starts them, all signalled and reaped at the stop.
+# floor_argv DIR KIND [BIN]: benchfloor (or BIN) with the one child of child_argv, or
+# (stampN, sleepN with N > 1) its -n N form: N children, each in its own process group,
+# as a supervisor of N services starts them, all signalled and reaped at the stop.
 floor_argv() {
-	local dir=$1 kind=$2
+	local dir=$1 kind=$2 FLOOR=${3:-$FLOOR}
 	case $kind in
 	stamp[0-9]*) CMD=("$FLOOR" -n "${kind#stamp}" "$STAMP" "$dir/stamp.{}") ;;
 	sleep1) child_argv "$dir" "$kind"; CMD=("$FLOOR" "${CHILD[@]}") ;;
@@ -319,6 +335,7 @@ sup_cmd() {
 	tend) write_tend "$dir" "$kind"; CMD=("$TEND" run "${TEND_FLAGS[@]}" "$dir/spec.yaml") ;;
 	tend-base) write_tend "$dir" "$kind" base; CMD=("$BENCH_BASE" run "${TEND_FLAGS[@]}" "$dir/spec.yaml") ;;
 	benchfloor) floor_argv "$dir" "$kind" ;;
+	benchfloor-libs) floor_argv "$dir" "$kind" "$WORK/bin/benchfloor-libs" ;;
 	tini) child_argv "$dir" "$kind"; CMD=(tini -g -- "${CHILD[@]}") ;;
 	dumb-init) child_argv "$dir" "$kind"; CMD=(dumb-init "${CHILD[@]}") ;;
 	pebble) write_pebble "$dir" "$kind"; CMD=("$PEBBLE" run); ENVV=("PEBBLE=$dir") ;;
@@ -362,7 +379,7 @@ START=$(date +%s)
 only oneshot && log "one-shot X -- /bin/true, $REPS_EXEC repetitions"
 for ((r = 1; r <= REPS_EXEC; r++)); do
 	only oneshot || break
-	for sup in $(peers benchfloor tend tend-base tini dumb-init process-compose); do
+	for sup in $(peers benchfloor benchfloor-libs tend tend-base tini dumb-init process-compose); do
 		one oneshot "$sup" true oneshot 60 -timeout 30s
 	done
 done
@@ -371,7 +388,7 @@ done
 only exec && log "launch -> first exec, $REPS_EXEC repetitions"
 for ((r = 1; r <= REPS_EXEC; r++)); do
 	only exec || break
-	for sup in $(peers direct benchfloor tend tend-base tini dumb-init pebble process-compose supervisord); do
+	for sup in $(peers direct benchfloor benchfloor-libs tend tend-base tini dumb-init pebble process-compose supervisord); do
 		one exec "$sup" stamp launch 60 -timeout 30s -stop-timeout 30s
 	done
 done
