@@ -41,15 +41,20 @@ const maxKeptStats = 1024
 // keeps its stat open (read by pread at offset 0: the open of a /proc file costs more
 // than the read), and any other process is read once, when it first appears, and then
 // only listed. A kept descriptor never reads another process that reused the pid (the
-// read fails, ESRCH, and the pid is dropped). A process that joins a group asked about
-// by setpgid after it was first read is missed: no container's process does that.
+// read fails, ESRCH, and the pid is dropped). A process that joins a group by setpgid
+// after it was first read is read again when that group is first asked about: that is
+// how a container's first process is seen if a pass listed it between its fork and the
+// setpgid that made its group (it had tend's group then). One that joins a group asked
+// about before is missed: no container's process does that.
 // Not safe for concurrent use: the sampler's goroutine owns it.
 type ProcSampler struct {
 	proc   string // root/proc
 	dir    int    // proc, kept open and listed again from offset 0; -1 until the first Read
 	procs  map[int]procEntry
-	pass   uint64 // counts Reads, to drop the pids the last listing did not have
-	kept   int    // descriptors kept open in procs
+	pass   uint64       // counts Reads, to drop the pids the last listing did not have
+	kept   int          // descriptors kept open in procs
+	asked  map[int]bool // the groups of the last Read
+	rescan bool         // this Read asks about a group the last did not: read every pid
 	sums   map[int]statSum
 	usage  map[int]Usage
 	dirBuf []byte
@@ -66,7 +71,7 @@ type procEntry struct {
 // NewProcSampler returns a ProcSampler of /proc under root. Close releases it.
 func NewProcSampler(root string) *ProcSampler {
 	return &ProcSampler{proc: filepath.Join(root, "proc"), dir: -1, procs: map[int]procEntry{}, sums: map[int]statSum{},
-		usage: map[int]Usage{}, dirBuf: make([]byte, 8192), buf: make([]byte, 1024)}
+		asked: map[int]bool{}, usage: map[int]Usage{}, dirBuf: make([]byte, 8192), buf: make([]byte, 1024)}
 }
 
 // Read returns the usage of every process group in groups that has a process now, by
@@ -75,6 +80,19 @@ func NewProcSampler(root string) *ProcSampler {
 func (s *ProcSampler) Read(groups map[int]bool) (map[int]Usage, error) {
 	s.pass++
 	clear(s.sums)
+	s.rescan = false
+	for pgid := range groups {
+		if !s.asked[pgid] {
+			s.rescan = true
+			break
+		}
+	}
+	if s.rescan || len(s.asked) != len(groups) {
+		clear(s.asked)
+		for pgid := range groups {
+			s.asked[pgid] = true
+		}
+	}
 	err := s.list(func(pid int) {
 		if st, ok := s.readPid(pid, groups); ok && groups[st.pgrp] {
 			sum := s.sums[st.pgrp]
@@ -159,7 +177,7 @@ func parsePid(name []byte) (int, bool) {
 func (s *ProcSampler) readPid(pid int, groups map[int]bool) (procStat, bool) {
 	e, known := s.procs[pid]
 	e.pass = s.pass
-	if known && e.fd < 0 && !groups[e.pgrp] {
+	if known && e.fd < 0 && !groups[e.pgrp] && !s.rescan {
 		s.procs[pid] = e
 		return procStat{}, false
 	}

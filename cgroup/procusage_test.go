@@ -73,6 +73,31 @@ func TestProcSamplerFixture(t *testing.T) {
 	}
 }
 
+// A container's first process may be listed between its fork and the setpgid that
+// makes its group, while it is still in tend's: it is read again when its group is
+// first asked about.
+func TestProcSamplerReadsAgainForANewGroup(t *testing.T) {
+	root := t.TempDir()
+	proc := func(pid string) string { return filepath.Join(root, "proc", pid, "stat") }
+	writeFixture(t, proc("100"), stat("100", "web", 100, 150, 50, 0, 0, 1, 10))
+	writeFixture(t, proc("300"), stat("300", "tend", 1, 0, 0, 0, 0, 1, 10)) // forked, not yet in its group
+	s := NewProcSampler(root)
+	defer s.Close()
+	if got, err := s.Read(map[int]bool{100: true}); err != nil || len(got) != 1 {
+		t.Fatalf("Read = %+v, %v; want group 100 only", got, err)
+	}
+	writeFixture(t, proc("300"), stat("300", "job", 300, 7, 3, 0, 0, 1, 20)) // setpgid(0, 0), exec
+	page := int64(os.Getpagesize())
+	got, err := s.Read(map[int]bool{100: true, 300: true})
+	want := Usage{CPUSeconds: 0.1, MemoryBytes: 20 * page, Pids: 1}
+	if err != nil || got[300] != want {
+		t.Fatalf("Read = %+v, %v; want group 300: %+v", got, err, want)
+	}
+	if s.kept != 2 {
+		t.Errorf("%d descriptors kept; want 2 (a process of each group)", s.kept)
+	}
+}
+
 // The sampler runs every second: garbage it made would have the collector grow tend's
 // heap to its goal for nothing (bench/README.md, "Usage sampling").
 func TestProcSamplerAllocatesNothing(t *testing.T) {
