@@ -139,6 +139,10 @@ containers:
 	if maxFDs > 400 {
 		t.Errorf("tend held %d descriptors during the flood, want the API capped at 256", maxFDs)
 	}
+	// tend's log reaches stderr through a queue of its own: wait for the line.
+	waitFor(t, 5*time.Second, "the cap in the log", func() (bool, string) {
+		return strings.Contains(tp.stderr.String(), "API connection cap reached"), tail(tp.stderr.String(), 2000)
+	})
 	if n := strings.Count(tp.stderr.String(), "API connection cap reached"); n != 1 {
 		t.Errorf("the cap was logged %d times, want once", n)
 	}

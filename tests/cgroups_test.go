@@ -133,12 +133,17 @@ containers:
 	if containerStatus(doc, "greedy").LimitsApplied {
 		t.Error("limits_applied true for a cpu limit above instance.limits")
 	}
+	// tend's log reaches stderr through a queue of its own: wait for the warning.
 	var warnings []string
-	for _, line := range strings.Split(tp.stderr.String(), "\n") {
-		if strings.Contains(line, `"limit not applied"`) {
-			warnings = append(warnings, line)
+	waitFor(t, 5*time.Second, "the warning in the log", func() (bool, string) {
+		warnings = warnings[:0]
+		for _, line := range strings.Split(tp.stderr.String(), "\n") {
+			if strings.Contains(line, `"limit not applied"`) {
+				warnings = append(warnings, line)
+			}
 		}
-	}
+		return len(warnings) > 0, tail(tp.stderr.String(), 2000)
+	})
 	if len(warnings) != 1 || !strings.Contains(warnings[0], `"container":"greedy"`) || !strings.Contains(warnings[0], `"limit":"cpu"`) || !strings.Contains(warnings[0], "invalid argument") {
 		t.Errorf("warnings = %q, want one naming greedy, cpu and why", warnings)
 	}
@@ -182,9 +187,10 @@ containers:
 	if c := containerStatus(doc, "web"); c.Cgroup != "" || c.LimitsApplied {
 		t.Errorf("web cgroup %q limits_applied %v, want \"\" and false", c.Cgroup, c.LimitsApplied)
 	}
-	if !strings.Contains(tp.stderr.String(), "cgroups are off: /sys/fs/cgroup is read-only") {
-		t.Error("no warning that the memory limit is not applied because cgroups are off")
-	}
+	// tend's log reaches stderr through a queue of its own: wait for the line.
+	waitFor(t, 5*time.Second, "a warning that the memory limit is not applied because cgroups are off", func() (bool, string) {
+		return strings.Contains(tp.stderr.String(), "cgroups are off: /sys/fs/cgroup is read-only"), tail(tp.stderr.String(), 2000)
+	})
 
 	req := start(t, "instance: {cgroups: required}\ncontainers: [{name: web, command: sleep 600}]\n", runOpts{noCgroup: true, wrap: ro})
 	if code := req.wait(10 * time.Second); code != 1 {

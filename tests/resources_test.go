@@ -331,9 +331,10 @@ containers:
 			t.Errorf("%s status = %+v", name, r)
 		}
 	}
-	if !strings.Contains(tp.stderr.String(), "with the same checksum") {
-		t.Errorf("no copy in the log:\n%s", tail(tp.stderr.String(), 2000))
-	}
+	// tend's log reaches stderr through a queue of its own: wait for the line.
+	waitFor(t, 5*time.Second, "the copy in the log", func() (bool, string) {
+		return strings.Contains(tp.stderr.String(), "with the same checksum"), tail(tp.stderr.String(), 2000)
+	})
 	termAndWait(t, tp, 10*time.Second)
 }
 

@@ -150,7 +150,12 @@ containers:
 			if leaky.Restarts != 1 || leaky.LastExit == nil || leaky.LastExit.Reason != "memory above memory_restart" {
 				t.Errorf("leaky: restarts %d, last_exit %+v; want 1, memory above memory_restart", leaky.Restarts, leaky.LastExit)
 			}
-			if strings.Contains(tp.stderr.String(), `"mode":"v1"`) != (mode == "auto") {
+			// tend's log reaches stderr through a queue of its own: wait for the line.
+			if mode == "auto" {
+				waitFor(t, 5*time.Second, "tend's log saying cgroups v1", func() (bool, string) {
+					return strings.Contains(tp.stderr.String(), `"mode":"v1"`), tail(tp.stderr.String(), 2000)
+				})
+			} else if strings.Contains(tp.stderr.String(), `"mode":"v1"`) {
 				t.Errorf("cgroups %s: tend's log says otherwise", mode)
 			}
 		})

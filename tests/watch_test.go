@@ -133,7 +133,9 @@ func TestWatch(t *testing.T) {
 		t.Errorf("invalid spec: reload_error %q, revision %s; want the error naming bogus and revision %s", doc.ReloadError, doc.Revision, revisionOf(v3))
 	}
 	// Events are handled in order, so by now the touch and the same-content swap have
-	// certainly been looked at: three reloads (v2, v3, the invalid one), no more.
+	// certainly been looked at: three reloads (v2, v3, the invalid one), no more. tend's
+	// log reaches stderr through a queue of its own: wait for the third line.
+	waitCount(watchReloading, 3)
 	if n := count(watchReloading); n != 3 {
 		t.Errorf("%d reloads, want 3 (v2, v3, the invalid spec)", n)
 	}
