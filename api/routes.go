@@ -38,10 +38,10 @@ var routes = []route{
 	{"GET /v1/live", openAccess, (*Server).serveLive},
 	{"GET /metrics", openAccess, (*Server).serveMetrics},
 	{"GET /v1/logs", ownerAccess, (*Server).serveLogs},
-	// A read like /v1/status, but owner access like /v1/logs: its events and probe
-	// results quote what the container said (an HTTP body, an exec's last output
-	// line), which may hold what /v1/logs guards.
-	{"GET /v1/containers/{name}", ownerAccess, (*Server).serveContainer},
+	// A read like /v1/status, open like it (docs/reference.md "Status API"): its
+	// events quote no more of what the container said (the start of an HTTP body, an
+	// exec's last output line) than the status document's reasons do.
+	{"GET /v1/containers/{name}", openAccess, (*Server).serveContainer},
 	{"POST /v1/containers/{name}/restart", ownerAccess, do(Restart)},
 	{"POST /v1/containers/{name}/stop", ownerAccess, do(Stop)},
 	{"POST /v1/containers/{name}/start", ownerAccess, do(Start)},

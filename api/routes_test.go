@@ -53,7 +53,8 @@ func (f *fakeSupervisor) called() int {
 
 // openRoutes are the routes anyone may call (docs/reference.md "Status API"): a route added
 // to the table is an owner one unless it is added here too.
-var openRoutes = map[string]bool{"GET /v1/status": true, "GET /v1/ready": true, "GET /v1/live": true, "GET /metrics": true}
+var openRoutes = map[string]bool{"GET /v1/status": true, "GET /v1/ready": true, "GET /v1/live": true, "GET /metrics": true,
+	"GET /v1/containers/{name}": true}
 
 // Every route of the table, walked over real listeners: an owner route answers a
 // TCP client 403 without a token (none configured, or no header) and 401 with a
