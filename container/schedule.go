@@ -33,10 +33,14 @@ func (l *loop) armSchedule() {
 	l.publish()
 }
 
-// setSchedule sets the schedule's timer for the scheduled time due.
+// setSchedule sets the schedule's timer for the scheduled time due; a zero due (the
+// schedule has no next time, which spec.ParseSchedule refuses at load) sets none.
 func (l *loop) setSchedule(due time.Time) {
 	l.stopSchedule()
 	l.schedDue = due
+	if due.IsZero() {
+		return
+	}
 	l.schedTime = time.NewTimer(time.Until(due))
 	l.schedC = l.schedTime.C
 }
@@ -64,11 +68,12 @@ func (l *loop) onSchedule(now time.Time) {
 		l.publish()
 		return
 	}
-	f := restart.AtTimer(l.sched, l.schedDue, now, going)
+	due := l.schedDue
+	f := restart.AtTimer(l.sched, due, now, going)
 	l.setSchedule(f.Next)
 	switch {
 	case f.Skip:
-		l.recordf(status.Warning, status.ReasonScheduleSkipped, "the run of %s was skipped: the last one is still %s", l.schedDue.Format(time.DateTime), l.st.State)
+		l.recordf(status.Warning, status.ReasonScheduleSkipped, "the run of %s was skipped: the last one is still %s", due.Format(time.DateTime), l.st.State)
 		l.publish()
 	case f.Start:
 		l.fails = 0

@@ -261,6 +261,17 @@ containers:
 	if !findEvent(d, status.Warning, status.ReasonScheduleSkipped, "still running") {
 		t.Errorf("no ScheduleSkipped event for the slow job: %+v", d.Events)
 	}
+	// The event names the time that was skipped, one that has come (in local time,
+	// to the second), not the next one.
+	for _, e := range d.Events {
+		var day, clock string
+		if _, err := fmt.Sscanf(e.Message, "the run of %s %s was skipped", &day, &clock); e.Reason != status.ReasonScheduleSkipped || err != nil {
+			continue
+		}
+		if at, err := time.ParseInLocation(time.DateTime, day+" "+clock, time.Local); err != nil || at.After(e.Time.Time) {
+			t.Errorf("ScheduleSkipped at %v names the run of %s %s (%v), want a time that has come", e.Time, day, clock, err)
+		}
+	}
 	select {
 	case <-tp.done:
 		t.Fatalf("tend exited in job mode between scheduled runs: %s", tail(tp.stderr.String(), 2000))
@@ -272,8 +283,8 @@ containers:
 	}
 }
 
-// A schedule that does not parse, or on a container that restarts always, is a
-// validation error with its line.
+// A schedule that does not parse, that never comes, that is not whole seconds, or on
+// a container that restarts always, is a validation error with its line.
 func TestScheduleValidation(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
@@ -293,12 +304,22 @@ func TestScheduleValidation(t *testing.T) {
     command: ./d
     schedule: "CRON_TZ=Europe/Berlin 0 3 * * *"
     restart_policy: {mode: on_failure}
+  - name: e
+    command: ./e
+    schedule: "0 0 31 2 *"
+    restart_policy: {mode: never}
+  - name: f
+    command: ./f
+    schedule: "@every 500ms"
+    restart_policy: {mode: never}
 `), 0o644)
 	_, errOut, code := runCLI(t, dir, "validate", bad)
 	want := []string{
 		bad + `:4: containers[0].schedule: invalid schedule "*/5 * * *"`,
 		bad + `:8: containers[1].schedule: needs restart_policy.mode never or on_failure (a run that ends), got always`,
 		bad + `:11: containers[2].schedule: invalid schedule "CRON_TZ=Nowhere/Atlantis 0 3 * * *"`,
+		bad + `:19: containers[4].schedule: invalid schedule "0 0 31 2 *": no time in the next five years matches it`,
+		bad + `:23: containers[5].schedule: invalid schedule "@every 500ms": @every needs a whole number of seconds, at least 1s, not 500ms`,
 	}
 	for _, w := range want {
 		if !strings.Contains(errOut, w) {
