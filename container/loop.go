@@ -484,6 +484,7 @@ func (l *loop) setState(next state) {
 func (l *loop) publish() {
 	snap := l.st
 	l.showSchedule(&snap)
+	l.showRollout(&snap)
 	if l.st.LastExit != nil {
 		x := *l.st.LastExit
 		snap.LastExit = &x

@@ -35,7 +35,10 @@ type rollout struct {
 	old       *proc.Process
 	oldDone   <-chan struct{} // nil when there is none: the loop's select ignores it
 	startedAt time.Time
-	retire    *stopRun // the old one's stop sequence (retiring)
+	// ready is the old process's ready condition when the rollout began: shown while
+	// the new one is not ready (showRollout), kept by a rollback.
+	ready  status.Condition
+	retire *stopRun // the old one's stop sequence (retiring)
 	// prev is the spec the old process runs when a reload changed it (onUpdate);
 	// nil for a restart.
 	prev *specState
@@ -79,7 +82,7 @@ func (l *loop) useSpec(s specState) {
 func (l *loop) beginRollout(prev *specState) {
 	l.stopHealth()
 	l.c.overlap.Store(true)
-	l.ro = rollout{old: l.proc, oldDone: l.procDone, startedAt: l.startedAt, prev: prev}
+	l.ro = rollout{old: l.proc, oldDone: l.procDone, startedAt: l.startedAt, ready: l.st.Ready, prev: prev}
 	l.proc, l.procDone = nil, nil
 	l.fails = 0
 	l.setState(stateRollout)
@@ -91,6 +94,21 @@ func (l *loop) beginRollout(prev *specState) {
 	}
 	l.setTimer(rolloutTimeout) // init commands that never succeed must not hold the update
 	l.startInit()
+}
+
+// showRollout shows, in the snapshot st, the old process's ready condition while
+// the new one of a rollout is not ready: the old one serves meanwhile, and an
+// orchestrator's readiness check must not take the instance out of service for an
+// update meant to be invisible. l.st.Ready stays the new one's: it decides when the
+// old one stops.
+func (l *loop) showRollout(st *status.Container) {
+	switch l.state {
+	case stateRollout:
+		if l.ro.ready.True() && !l.st.Ready.True() {
+			st.Ready = l.ro.ready
+		}
+	default:
+	}
 }
 
 // afterStart moves on once a process has started: running, or in a rollout, on to
@@ -192,17 +210,19 @@ func (l *loop) rollback(e proc.Exit) {
 	l.st.StartedAt = status.Ptr(l.startedAt)
 	pid := l.proc.Pid()
 	l.st.Pid, l.st.OldPid = &pid, nil
+	ready := l.ro.ready
 	l.ro = rollout{}
 	l.c.overlap.Store(false)
 	l.killReason = ""
-	l.resumeHealth()
+	l.resumeHealth(ready)
 	l.setState(stateRunning)
 }
 
 // resumeHealth watches the old process again after a rollback: liveness and polled
 // readiness probes; a readiness signal it sent counts still. Its notify socket and
-// watchdog ended with its run, and a deadline does not start again.
-func (l *loop) resumeHealth() {
+// watchdog ended with its run, and a deadline does not start again. Its ready
+// condition is the one it had (ready), until its readiness probe says otherwise.
+func (l *loop) resumeHealth(ready status.Condition) {
 	l.runID++
 	ctx, cancel := context.WithCancel(context.Background())
 	l.probeCancel = cancel
@@ -210,6 +230,9 @@ func (l *loop) resumeHealth() {
 	now := time.Now()
 	l.st.Alive.Set(true, status.ReasonRunning, "", now)
 	l.startRunProbes(ctx)
+	if ready.True() && !l.st.Ready.True() {
+		l.st.Ready = ready // a polled probe starts not ready; the old process was
+	}
 }
 
 // onOldExit ends the overlap: the old process exited, stopped or on its own.

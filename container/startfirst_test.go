@@ -187,3 +187,21 @@ func TestStartFirstUpdateDeclinedWhenNotRunning(t *testing.T) {
 		t.Fatalf("took %v, state %s; a container in backoff must decline", took, l.state)
 	}
 }
+
+// While the new process of a rollout is not ready, status shows the old one's ready
+// condition: it serves meanwhile, and the instance must not drop out of service. A
+// rollback keeps it, though a polled readiness probe starts over not ready.
+func TestStartFirstStaysReadyWhileTheOldServes(t *testing.T) {
+	l := newTestLoop(t, "always", startFirst+notReady)
+	into(t, l, stateRunning)
+	l.st.Ready.Set(true, "Probed", "", time.Now()) // the old one's readiness probe passed
+	l.publish()
+	l.onCommand(&command{kind: cmdRestart, request: true})
+	if shown := l.c.status.Load().Ready; l.state != stateRollout || l.st.Ready.True() || !shown.True() {
+		t.Fatalf("state %s, the new one's ready %+v, shown %+v; want rollout, not ready, shown ready", l.state, l.st.Ready, shown)
+	}
+	exitNow(t, l) // the new one fails
+	if shown := l.c.status.Load().Ready; l.state != stateRunning || !l.st.Ready.True() || !shown.True() {
+		t.Fatalf("after the rollback: state %s, ready %+v, shown %+v; want running and ready", l.state, l.st.Ready, shown)
+	}
+}

@@ -330,7 +330,8 @@ func TestGunicornTakesTheSocket(t *testing.T) {
 // With sockets and update: start_first, a client connecting without pause through
 // several `tend restart`s never sees a refused or reset connection, and every
 // restart replaced the process. Each new process takes 300 ms to be ready, and
-// meanwhile status shows both (old_pid): the old one serves until then.
+// meanwhile status shows both (old_pid): the old one serves until then, and the
+// container and the instance stay ready.
 func TestStartFirstRestartsUnderLoad(t *testing.T) {
 	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	tp, addr := startSockets(t, `
@@ -358,10 +359,15 @@ containers:
 		if code := post(t, tp, "/v1/containers/web/restart"); code != 200 {
 			t.Fatalf("restart: %d", code)
 		}
-		tp.waitStatus(5*time.Second, "both processes in status", func(d status.Document) bool {
+		d := tp.waitStatus(5*time.Second, "both processes in status", func(d status.Document) bool {
 			c := containerStatus(d, "web")
 			return c.OldPid != nil && *c.OldPid == before && c.Pid != nil && *c.Pid != before
 		})
+		// The old one serves: the container and the instance stay ready meanwhile (a
+		// readiness check on /v1/ready must not take the pod out of service).
+		if c := containerStatus(d, "web"); !c.Ready.True() || !d.Ready.True() {
+			t.Errorf("restart %d, both processes running: container ready %+v, instance ready %+v; want both True", i+1, c.Ready, d.Ready)
+		}
 		tp.waitStatus(10*time.Second, "the new process alone", func(d status.Document) bool {
 			c := containerStatus(d, "web")
 			return c.Pid != nil && *c.Pid != before && c.OldPid == nil && c.Ready.True()
@@ -413,8 +419,8 @@ containers:
 	}
 	time.Sleep(500 * time.Millisecond) // a restart loop would show by now
 	c = containerStatus(mustStatus(t, tp), "web")
-	if c.State != status.Running || c.Pid == nil || *c.Pid != old || c.OldPid != nil || c.Restarts != 1 {
-		t.Fatalf("state %s, pid %v, old_pid %v, restarts %d; want running, the old pid %d, 1 start of the new", c.State, c.Pid, c.OldPid, c.Restarts, old)
+	if c.State != status.Running || c.Pid == nil || *c.Pid != old || c.OldPid != nil || c.Restarts != 1 || !c.Ready.True() {
+		t.Fatalf("state %s, pid %v, old_pid %v, restarts %d, ready %+v; want running, the old pid %d, 1 start of the new, ready", c.State, c.Pid, c.OldPid, c.Restarts, c.Ready, old)
 	}
 	if got, err := ask(addr); err != nil || got != old {
 		t.Fatalf("answered by %d (%v), want the old process %d", got, err, old)
