@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httputil"
+	"time"
 )
 
 // answer is what an HTTP check takes from a response.
@@ -148,12 +149,18 @@ func readStatus(br *bufio.Reader) (code int, http10 bool, err error) {
 // probe results.
 const MaxSaid = 256
 
+// saidGrace bounds the read of what a failing answer said (readSaid): its body may
+// come in a write of its own after the headers.
+const saidGrace = 100 * time.Millisecond
+
 // readSaid reads the headers of a failing answer and the start of its body, at most
 // MaxSaid bytes of it: what the server said about its failure. Nothing more is read
-// (a 10 MB body stays on the wire) and the connection is not reused; a body that ends
-// with the connection is taken only as far as it has arrived, so a server that keeps
-// it open does not turn its failure into a timeout. Errors are not the check's:
-// the status has failed it already, and what could be read is kept.
+// (a 10 MB body stays on the wire) and the connection is not reused. The caller
+// bounds the read by saidGrace: a body that ends with the connection (HTTP/1.0,
+// Python's http.server) often comes in a write after the headers', and is read
+// until the connection ends, MaxSaid or the grace, so a server that keeps it open
+// does not turn its failure into a timeout. Errors are not the check's: the status
+// has failed it already, and what could be read is kept.
 func readSaid(br *bufio.Reader) []byte {
 	f, err := readFraming(br)
 	if err != nil {
@@ -164,9 +171,7 @@ func readSaid(br *bufio.Reader) []byte {
 	case f.chunked:
 		body = httputil.NewChunkedReader(br)
 	case f.untilEOF || f.length < 0:
-		n := min(br.Buffered(), MaxSaid)
-		b, _ := br.Peek(n)
-		return b
+		body = br
 	default:
 		body = io.LimitReader(br, f.length)
 	}

@@ -448,7 +448,7 @@ func (x *exchange) run(s *session, reused bool) (string, outcome) {
 	if x.kind == actionCheck {
 		judge.maxOK = 299
 	}
-	a, err := x.read(br, judge)
+	a, err := x.read(conn, br, judge)
 	if err != nil {
 		var m malformed
 		if errors.As(err, &m) {
@@ -466,15 +466,21 @@ func (x *exchange) run(s *session, reused bool) (string, outcome) {
 // read reads the answer as far as judge needs it: the status line alone when the
 // connection is closed after it, the start of the body of a failure (x.said), or all
 // of it.
-func (x *exchange) read(br *bufio.Reader, judge httpJudge) (answer, error) {
+func (x *exchange) read(conn net.Conn, br *bufio.Reader, judge httpJudge) (answer, error) {
 	var a answer
 	code, http10, err := readStatus(br)
 	switch {
 	case err != nil:
 	case judge.fails(code):
-		// What the server said about its failure, for the probe's message; the
-		// connection is closed (readSaid).
+		// What the server said about its failure, for the probe's message, read for
+		// saidGrace at most; the connection is closed (readSaid).
 		a.code = code
+		if grace := time.Now().Add(saidGrace); grace.Before(x.deadline) {
+			_ = conn.SetReadDeadline(grace)
+			if x.ctx.Err() != nil {
+				interrupt(conn) // the probe ended meanwhile: the deadline set overrode it
+			}
+		}
 		x.said = printable(readSaid(br))
 	case !x.keep && !judge.wantBody:
 		// Only the status matters and the connection is closed after it: the status

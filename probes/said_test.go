@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -61,6 +62,48 @@ func TestHTTPFailureSaysTheBody(t *testing.T) {
 	// buffers hold a few MB at most.
 	if n := bigWritten.Load(); n >= int64(len(big)) {
 		t.Errorf("the server wrote the whole 10 MB body (%d bytes) twice: the check read it", n)
+	}
+}
+
+// A body that ends with the connection and comes in a write after the headers (an
+// HTTP/1.0 server: Python's http.server) is said too; one that never comes on a
+// connection the server keeps open costs the check saidGrace, not its timeout.
+func TestHTTPFailureSaysTheBodyThatComesLate(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				n, _ := c.Read(buf)
+				fmt.Fprint(c, "HTTP/1.0 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\n")
+				if strings.Contains(string(buf[:n]), "/silent") {
+					time.Sleep(3 * time.Second) // keeps the connection open, says nothing
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+				fmt.Fprint(c, "db down")
+			}()
+		}
+	}()
+	host, port := hostPort(t, ln.Addr())
+	for _, tt := range []struct{ path, said string }{{"/late", "db down"}, {"/silent", ""}} {
+		start := time.Now()
+		got := check(context.Background(), spec.Handler{HTTPGet: &spec.HTTPGet{Host: host, Port: port, Path: tt.path}}, Target{}, 2*time.Second, nil, probeCheck)
+		if got.OK || got.Detail != "HTTP 500" || got.Said != tt.said {
+			t.Errorf("%s: ok %v, detail %q, said %q; want a failure, HTTP 500, %q", tt.path, got.OK, got.Detail, got.Said, tt.said)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%s took %v: what the server said is waited for %v at most", tt.path, d, saidGrace)
+		}
 	}
 }
 
