@@ -66,6 +66,9 @@ func printDetail(w io.Writer, d status.ContainerDetail, now time.Time) {
 		pid = fmt.Sprint(*d.Pid)
 	}
 	field("Pid", pid)
+	if d.OldPid != nil {
+		field("Old pid", fmt.Sprintf("%d (start first: stopped once the new one is ready)", *d.OldPid))
+	}
 	field("Started", timeText(d.StartedAt, now))
 	field("Restarts", fmt.Sprint(d.Restarts))
 	field("Next start", timeText(d.NextStartAt, now))
@@ -78,9 +81,17 @@ func printDetail(w io.Writer, d status.ContainerDetail, now time.Time) {
 	if d.StatusText != "" {
 		field("Status text", d.StatusText)
 	}
+	if d.StoppedByRequest {
+		field("Stopped by request", "yes (tend start NAME starts it)")
+	}
 	if d.LogError != "" {
 		field("Log error", d.LogError)
 	}
+	field("Cgroup", dash(d.Cgroup))
+	field("Limits applied", yesNo(d.LimitsApplied))
+	u := d.Usage
+	field("Usage", fmt.Sprintf("CPU %.2f s (%.1f%% now), memory %s, pids %d, OOM kills %d",
+		u.CPUSeconds, u.CPUPercent, status.HumanBytes(u.MemoryBytes), u.Pids, u.OOMKills))
 	tw.Flush()
 	for _, kind := range []string{"startup", "liveness", "readiness"} {
 		p, ok := d.Probes[kind]
@@ -106,6 +117,13 @@ func printDetail(w io.Writer, d status.ContainerDetail, now time.Time) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", ago(e.Time.Time, now), e.Type, e.Reason, e.Message)
 	}
 	tw.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 func conditionText(c status.Condition) string {
