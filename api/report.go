@@ -21,6 +21,9 @@ var reportBackoff = restart.Policy{MinPeriod: time.Second, MaxPeriod: time.Minut
 // minReportGap coalesces bursts of changes into at most a few reports per second.
 const minReportGap = 250 * time.Millisecond
 
+// finalReportTimeout bounds Stop: the report in flight finishing, then the last one.
+const finalReportTimeout = 2 * time.Second
+
 // Reporter POSTs the status document to --report-url on every change (coalesced)
 // and every --report-interval, in its own goroutine so a slow or hanging receiver
 // never delays supervision and never queues more than one pending document.
@@ -31,7 +34,8 @@ type Reporter struct {
 	log      zerolog.Logger
 	client   *http.Client
 	kick     chan struct{}
-	cancel   context.CancelFunc
+	stop     chan struct{}      // closed by Stop: no report begins after it
+	cancel   context.CancelFunc // ends a report in flight that Stop no longer waits for
 	done     chan struct{}
 }
 
@@ -41,7 +45,7 @@ func StartReporter(url string, interval time.Duration, statusDoc func() status.D
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Reporter{url: url, interval: interval, status: statusDoc, log: log,
 		client: &http.Client{Timeout: 10 * time.Second}, kick: make(chan struct{}, 1),
-		cancel: cancel, done: make(chan struct{})}
+		stop: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
 	go r.run(ctx)
 	return r
 }
@@ -62,14 +66,12 @@ func (r *Reporter) run(ctx context.Context) {
 	var last time.Time
 	for {
 		select {
-		case <-ctx.Done():
+		case <-r.stop:
 			return
 		case <-heartbeat.C:
 		case <-r.kick:
-			if gap := minReportGap - time.Since(last); gap > 0 {
-				if !restart.Sleep(ctx, gap) {
-					return
-				}
+			if gap := minReportGap - time.Since(last); gap > 0 && !r.pause(gap) {
+				return
 			}
 		}
 		last = time.Now()
@@ -87,11 +89,33 @@ func (r *Reporter) run(ctx context.Context) {
 	}
 }
 
-// Stop ends the reports with one last report of the final state, bounded in time.
+// pause waits d, or until Stop: false then.
+func (r *Reporter) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.stop:
+		return false
+	}
+}
+
+// Stop ends the reports with one last report of the final state, within
+// finalReportTimeout. A report in flight is let finish first rather than cut off: a
+// receiver that serves one connection at a time may otherwise still be reading the
+// cut one when the last report comes, and miss it.
 func (r *Reporter) Stop() {
+	deadline := time.Now().Add(finalReportTimeout)
+	close(r.stop)
+	select {
+	case <-r.done:
+	case <-time.After(time.Until(deadline)):
+		r.cancel()
+		<-r.done
+	}
 	r.cancel()
-	<-r.done
-	finalCtx, cancelFinal := context.WithTimeout(context.Background(), 2*time.Second)
+	finalCtx, cancelFinal := context.WithDeadline(context.Background(), deadline)
 	defer cancelFinal()
 	doc := r.status()
 	doc.LastHeartbeatTime = status.Ptr(time.Now())
