@@ -98,6 +98,7 @@ func (v *variables) all() map[string]string {
 // substitute replaces {NAME} in s as Python's str.format does with named fields only:
 // {{ and }} are literal braces; a lone { or } and an unknown name are errors.
 func (v *variables) substitute(s string) (string, error) {
+	v.noteShellUses(s)
 	if !strings.ContainsAny(s, "{}") {
 		return s, nil
 	}
@@ -140,6 +141,31 @@ func (v *variables) substitute(s string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// noteShellUses counts a BSCONFIG_IPORT_PLUS_N that s names as $NAME or ${NAME}
+// as used, like {NAME}: such a name expands from the process's environment
+// (docs/reference.md "Commands"), which holds the PLUS_N variables the spec uses.
+func (v *variables) noteShellUses(s string) {
+	for {
+		i := strings.Index(s, varPortPlus)
+		if i < 0 {
+			return
+		}
+		end := i + len(varPortPlus)
+		for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+			end++
+		}
+		shell := i > 0 && s[i-1] == '$' || i > 1 && s[i-2:i] == "${"
+		if shell && (end == len(s) || !isNameByte(s[end])) {
+			v.lookup(s[i:end]) // registers it when N is valid and instance.port set
+		}
+		s = s[end:]
+	}
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // hint says why a variable is unknown, or what was probably meant.

@@ -34,6 +34,23 @@ func TestSubstitute(t *testing.T) {
 	}
 }
 
+// A BSCONFIG_IPORT_PLUS_N written as $NAME or ${NAME} (expanded from the
+// environment) is used, and so exported, like {NAME}; a longer name or a literal
+// brace is not.
+func TestShellUsesOfPortPlus(t *testing.T) {
+	v := &variables{fixed: map[string]string{}, port: Some(8080), used: map[string]string{}}
+	for _, s := range []string{"serve --admin $BSCONFIG_IPORT_PLUS_4", "${BSCONFIG_IPORT_PLUS_5}/x",
+		"$BSCONFIG_IPORT_PLUS_6x {{BSCONFIG_IPORT_PLUS_7}} BSCONFIG_IPORT_PLUS_8 $BSCONFIG_IPORT_PLUS_09"} {
+		if _, err := v.substitute(s); err != nil {
+			t.Fatalf("substitute(%q): %v", s, err)
+		}
+	}
+	want := map[string]string{"BSCONFIG_IPORT_PLUS_4": "8084", "BSCONFIG_IPORT_PLUS_5": "8085"}
+	if len(v.used) != len(want) || v.used["BSCONFIG_IPORT_PLUS_4"] != "8084" || v.used["BSCONFIG_IPORT_PLUS_5"] != "8085" {
+		t.Errorf("used = %v, want %v", v.used, want)
+	}
+}
+
 func TestSubstituteErrors(t *testing.T) {
 	withPort := &variables{fixed: map[string]string{"BSCONFIG_IPORT": "8080", "a_dc": "sas1"}, port: Some(8080), used: map[string]string{}}
 	noPort := &variables{fixed: map[string]string{"BSCONFIG_INAME": "web-1", "a_dc": "sas1"}, used: map[string]string{}}
