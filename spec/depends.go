@@ -128,31 +128,31 @@ func (k *checker) dependencies() {
 		c := &s.Containers[i]
 		path := join(index("containers", i), "depends_on")
 		for _, d := range c.Dependencies() {
+			// The condition and the container are checked apart: one error never
+			// hides the other.
 			p := join(path, d.Name)
+			completes := false
+			switch d.Condition {
+			case CondStarted, CondReady:
+			case CondSucceeded, CondCompleted:
+				completes = true
+			default:
+				k.c.addf(p, "must be %s, got %q", orList([]string{CondStarted, CondReady, CondSucceeded, CondCompleted}), d.Condition)
+			}
 			j, known := first[d.Name]
 			switch {
 			case d.Name == c.Name:
 				k.c.addf(p, "a container cannot depend on itself")
-				continue
 			case inits[d.Name]:
 				k.c.addf(p, "%q is an init container: every init container has finished before any container starts", d.Name)
-				continue
 			case !known:
 				msg := fmt.Sprintf("unknown container %q", d.Name)
 				if guess := closest(d.Name, names); guess != "" {
 					msg += fmt.Sprintf(" (did you mean %s?)", guess)
 				}
 				k.c.addf(p, "%s", msg)
-				continue
-			}
-			switch d.Condition {
-			case CondStarted, CondReady:
-			case CondSucceeded, CondCompleted:
-				if mode := s.Containers[j].RestartPolicy.Mode; mode == ModeAlways {
-					k.c.addf(p, "%s on an always container: %s never completes (its restart_policy.mode is always; use never or on_failure, or started/ready)", d.Condition, d.Name)
-				}
-			default:
-				k.c.addf(p, "must be %s, got %q", orList([]string{CondStarted, CondReady, CondSucceeded, CondCompleted}), d.Condition)
+			case completes && s.Containers[j].RestartPolicy.Mode == ModeAlways:
+				k.c.addf(p, "%s on an always container: %s never completes (its restart_policy.mode is always; use never or on_failure, or started/ready)", d.Condition, d.Name)
 			}
 		}
 	}

@@ -99,8 +99,14 @@ func TestLifecycleValidation(t *testing.T) {
 			t.Errorf("errors:\n%s\nwant one starting with %q", strings.Join(got, "\n"), tt.want)
 		})
 	}
+	// A bad condition on a bad container: both are said, neither hides the other.
+	got := loadErrors(t, "init_containers: [{name: setup, command: x}]\ncontainers: [{name: api, command: x, depends_on: {setup: finished}}]\n", nil)
+	if len(got) != 2 || !strings.Contains(got[0]+got[1], `must be started, ready, succeeded or completed, got "finished"`) ||
+		!strings.Contains(got[0]+got[1], `"setup" is an init container`) {
+		t.Errorf("a bad condition on an init container: %q, want both errors", got)
+	}
 	// A verify policy takes http_get too.
-	got := loadErrors(t, `{dynamic_resources: [{name: d, revision: 1, urls: ["http://h/d"], storage_dir: s, destination: d,
+	got = loadErrors(t, `{dynamic_resources: [{name: d, revision: 1, urls: ["http://h/d"], storage_dir: s, destination: d,
 		verify: {http_get: {port: 1, scheme: ws}}}], containers: []}`, nil)
 	if len(got) != 1 || got[0] != `dynamic_resources[0].verify.http_get.scheme: must be http or https, got "ws"` {
 		t.Errorf("verify scheme: %q", got)
