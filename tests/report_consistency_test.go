@@ -19,7 +19,8 @@ type reportReceiver struct {
 	url  string
 }
 
-func newReportReceiver(t *testing.T) *reportReceiver {
+// newReportReceiver answers each report after delay (a slow receiver), or at once.
+func newReportReceiver(t *testing.T, delay time.Duration) *reportReceiver {
 	t.Helper()
 	rr := &reportReceiver{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -29,6 +30,7 @@ func newReportReceiver(t *testing.T) *reportReceiver {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var d status.Document
 		b, _ := io.ReadAll(r.Body)
+		time.Sleep(delay)
 		if err := json.Unmarshal(b, &d); err != nil {
 			w.WriteHeader(400)
 			return
@@ -60,7 +62,7 @@ func comparable(d status.Document) string {
 // containers it shows, the last report of a quiet instance equals /v1/status, and the
 // final report shows the final states.
 func TestReportsAreConsistentSnapshots(t *testing.T) {
-	rr := newReportReceiver(t)
+	rr := newReportReceiver(t, 0)
 	tp := start(t, `
 containers:
   - name: flaky

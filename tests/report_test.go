@@ -89,38 +89,19 @@ containers:
 // says stopped: a receiver that answers slowly (or serves one connection at a time)
 // still gets the final state.
 func TestReportInFlightAtStopFinishes(t *testing.T) {
-	var mu sync.Mutex
-	var docs []status.Document
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var d status.Document
-		b, _ := io.ReadAll(r.Body)
-		time.Sleep(400 * time.Millisecond) // a slow receiver: a report is nearly always in flight
-		if json.Unmarshal(b, &d) == nil {
-			mu.Lock()
-			docs = append(docs, d)
-			mu.Unlock()
-		}
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	rr := newReportReceiver(t, 400*time.Millisecond) // slow: a report is nearly always in flight
 	tp := start(t, `
 containers:
   - name: app
     command: ["sleep", "600"]
-`, runOpts{args: []string{"--report-url", "http://" + ln.Addr().String() + "/report", "--report-interval", "100ms"}})
+`, runOpts{args: []string{"--report-url", rr.url, "--report-interval", "100ms"}})
 	waitFor(t, 10*time.Second, "a report of the running container", func() (bool, string) {
-		mu.Lock()
-		defer mu.Unlock()
+		docs := rr.all()
 		return len(docs) > 0 && containerStatus(docs[len(docs)-1], "app").State == status.Running, strconv.Itoa(len(docs)) + " reports"
 	})
 	time.Sleep(150 * time.Millisecond) // into the next report's 400 ms
 	termAndWait(t, tp, 10*time.Second)
-	mu.Lock()
-	defer mu.Unlock()
+	docs := rr.all()
 	if last := docs[len(docs)-1]; last.State != status.InstanceStopped {
 		t.Errorf("the last report says %s, want stopped", last.State)
 	}
