@@ -34,7 +34,8 @@ type Reporter struct {
 	log      zerolog.Logger
 	client   *http.Client
 	kick     chan struct{}
-	stop     chan struct{}      // closed by Stop: no report begins after it
+	stopCtx  context.Context    // done once Stop is called: no report begins after it
+	stop     context.CancelFunc // Stop's
 	cancel   context.CancelFunc // ends a report in flight that Stop no longer waits for
 	done     chan struct{}
 }
@@ -43,9 +44,10 @@ type Reporter struct {
 // every Kick and every interval.
 func StartReporter(url string, interval time.Duration, statusDoc func() status.Document, log zerolog.Logger) *Reporter {
 	ctx, cancel := context.WithCancel(context.Background())
+	stopCtx, stop := context.WithCancel(context.Background())
 	r := &Reporter{url: url, interval: interval, status: statusDoc, log: log,
 		client: &http.Client{Timeout: 10 * time.Second}, kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
+		stopCtx: stopCtx, stop: stop, cancel: cancel, done: make(chan struct{})}
 	go r.run(ctx)
 	return r
 }
@@ -66,11 +68,11 @@ func (r *Reporter) run(ctx context.Context) {
 	var last time.Time
 	for {
 		select {
-		case <-r.stop:
+		case <-r.stopCtx.Done():
 			return
 		case <-heartbeat.C:
 		case <-r.kick:
-			if gap := minReportGap - time.Since(last); gap > 0 && !r.pause(gap) {
+			if gap := minReportGap - time.Since(last); gap > 0 && !restart.Sleep(r.stopCtx, gap) {
 				return
 			}
 		}
@@ -89,25 +91,13 @@ func (r *Reporter) run(ctx context.Context) {
 	}
 }
 
-// pause waits d, or until Stop: false then.
-func (r *Reporter) pause(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.stop:
-		return false
-	}
-}
-
 // Stop ends the reports with one last report of the final state, within
 // finalReportTimeout. A report in flight is let finish first rather than cut off: a
 // receiver that serves one connection at a time may otherwise still be reading the
 // cut one when the last report comes, and miss it.
 func (r *Reporter) Stop() {
 	deadline := time.Now().Add(finalReportTimeout)
-	close(r.stop)
+	r.stop()
 	select {
 	case <-r.done:
 	case <-time.After(time.Until(deadline)):
