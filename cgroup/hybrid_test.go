@@ -89,6 +89,49 @@ func TestHybridJoinsV1OnlyForLimits(t *testing.T) {
 	tree.Close()
 }
 
+// On a hybrid host instance.limits go to the v1 <start>/instance, never to tend's
+// starting cgroup, and every container and init container joins the v1 hierarchies of
+// those limits (below <start>/instance), also one without limits of its own: else the
+// instance's limits would bound none of it.
+func TestHybridInstanceLimitsBelowTend(t *testing.T) {
+	root, v1, unified := fakeHybrid(t)
+	tree, err := Open(root, "required", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	if errs := tree.SetLimits(Limits{Memory: 96 << 20}); errs != nil {
+		t.Fatalf("Tree.SetLimits: %v", errs)
+	}
+	if exists(filepath.Join(v1, "memory/pod/memory.limit_in_bytes")) {
+		t.Error("memory.limit_in_bytes written to tend's starting cgroup")
+	}
+	if got := readString(t, filepath.Join(v1, "memory/pod/instance/memory.limit_in_bytes")); got != "100663296" {
+		t.Errorf("<start>/instance/memory.limit_in_bytes = %q, want 100663296", got)
+	}
+	plain, err := tree.Group(KindContainers, "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := plain.SetLimits(Limits{}); errs != nil {
+		t.Fatal(errs)
+	}
+	setup, err := tree.Group(KindInit, "setup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Path() != "/pod/instance/containers/plain" || !exists(filepath.Join(unified, "instance/containers/plain")) {
+		t.Errorf("plain: Path %q; want /pod/instance/containers/plain in cgroup2", plain.Path())
+	}
+	for g, want := range map[*Group]string{plain: "memory/pod/instance/containers/plain/cgroup.procs", setup: "memory/pod/instance/init/setup/cgroup.procs"} {
+		if got := g.ProcsFiles(); !slices.Equal(got, []string{filepath.Join(v1, want)}) {
+			t.Errorf("%s ProcsFiles = %v, want [%s]", g.Path(), got, want)
+		}
+	}
+	plain.Remove()
+	setup.Remove()
+}
+
 // A hybrid host without usable v1 hierarchies still places containers in the cgroup2
 // hierarchy; each limit, instance-wide or a container's, is then an error naming it.
 func TestHybridWithoutV1LimitsAreErrors(t *testing.T) {

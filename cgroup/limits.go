@@ -35,7 +35,7 @@ const (
 // memory to memory.max or memory.limit_in_bytes with no swap on top, pids to pids.max.
 // On v2 memory.oom.group is set so an OOM kill takes the container as a whole.
 // On a hybrid host it first makes the v1 groups of the limits set, which ProcsFiles then
-// names: a container joins a v1 hierarchy only for a limit.
+// names: a container joins a v1 hierarchy only for a limit, its own or the instance's.
 func (g *Group) SetLimits(l Limits) []LimitError {
 	if g.unified == "" {
 		return setLimits(g.mode, g.reason, g.places, l, true)
@@ -44,7 +44,8 @@ func (g *Group) SetLimits(l Limits) []LimitError {
 	defer g.mu.Unlock()
 	g.closeFiles()
 	g.joined = nil
-	if g.places == nil && l.any() {
+	bound := g.tree.bound // set before the first Group (Tree.SetLimits)
+	if g.places == nil && (l.any() || bound.any()) {
 		places, err := g.tree.v1Places()
 		if err != nil {
 			return l.failed(err)
@@ -53,7 +54,7 @@ func (g *Group) SetLimits(l Limits) []LimitError {
 	}
 	var errs []LimitError
 	for _, p := range g.places {
-		limited := slices.DeleteFunc(slices.Clone(p.controllers), func(c string) bool { return !l.has(c) })
+		limited := slices.DeleteFunc(slices.Clone(p.controllers), func(c string) bool { return !l.has(c) && !bound.has(c) })
 		if len(limited) == 0 {
 			continue
 		}

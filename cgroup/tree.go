@@ -50,7 +50,7 @@ type place struct {
 }
 
 // Tree is where tend creates the cgroups of its containers: its starting cgroup in every
-// hierarchy it uses (SPEC §12.1). Mode is ModeOff, with Reason saying why, where it cannot.
+// hierarchy it uses, or <start>/instance with instance.limits (SetLimits; SPEC §12.1). Mode is ModeOff, with Reason saying why, where it cannot.
 // A hybrid host is ModeV1 (its controllers, so its limits, are v1) with unified set.
 type Tree struct {
 	Mode    Mode
@@ -69,6 +69,11 @@ type Tree struct {
 	v1Probed bool
 	v1Err    error
 	locks    []int // flocked <start>/containers directories, held for tend's life
+
+	// With instance.limits (SetLimits, nest) the tree is <start>/instance:
+	bound   Limits   // the instance's limits; on a hybrid host every group joins their v1 hierarchies
+	nested  []string // the <start>/instance directories made, removed by Close
+	origins []string // the starting cgroups' directories, whose <start>/containers (the lock) Close removes
 }
 
 // Open decides where tend can create cgroups, for want "auto", "required" or "off", from
@@ -356,27 +361,94 @@ func (t *Tree) placeOf(dir string) int {
 	return -1
 }
 
-// SetLimits writes instance.limits to tend's starting cgroup, the common parent of
-// /containers and /init (SPEC §12.2). tend itself is below it too, as instancectl was in
-// its porto container. Limits that cannot be written are returned, one per limit.
+// InstanceGroup is the cgroup tend makes below its starting one when the spec sets
+// instance.limits (SPEC §12.1, §18.4): it holds /containers and /init, so the limits
+// bound all containers and init containers together, and never tend itself, which stays
+// in its starting cgroup (v2: its leaf <start>/tend). Without instance.limits there is
+// none and the groups are <start>/containers/NAME and <start>/init/NAME.
+const InstanceGroup = "instance"
+
+// SetLimits writes instance.limits (SPEC §12.2) to <start>/instance, which it makes in
+// every hierarchy used and moves the tree onto: the containers' and init containers'
+// groups are made below it from then on (call it before the first Group). It never
+// writes a limit to tend's starting cgroup: tend did not make that one, whatever
+// launched tend (a login shell, a service, a CI job) is in it and keeps it after tend
+// exits, and a limit there would bound tend itself, so the kernel's OOM killer could
+// pick tend for its containers' memory. Limits that cannot be written are returned,
+// one per limit.
 func (t *Tree) SetLimits(l Limits) []LimitError {
-	var places []place
-	switch {
-	case t.unified != "" && l.any():
-		// A hybrid tree's places are v1Places' to write (under t.mu).
-		var err error
-		if places, err = t.v1Places(); err != nil {
+	if t.Mode == ModeOff || !l.any() {
+		return setLimits(t.Mode, t.Reason, nil, l, false)
+	}
+	if t.unified != "" {
+		// A hybrid tree's limits are v1 files, in the hierarchies v1Places probes.
+		if _, err := t.v1Places(); err != nil {
 			return l.failed(err)
 		}
-	case t.unified != "":
-	case t.Mode == ModeV2:
-		// The starting cgroup has the controllers its parent enabled for it.
-		dir := t.places[0].dir
-		places = []place{{dir, strings.Fields(readFile(dir, "cgroup.controllers"))}}
-	default:
-		places = t.places
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	places, err := t.nest()
+	if err != nil {
+		return l.failed(fmt.Errorf("cgroup %s: %w", path.Join(t.start, InstanceGroup), err))
+	}
+	t.bound = l
 	return setLimits(t.Mode, t.Reason, places, l, false)
+}
+
+// nest makes <start>/instance and <start>/instance/containers in every hierarchy used
+// (v2: enabling below each the controllers <start> enables) and moves the tree onto
+// <start>/instance. It returns the places to write the instance's limits to. What it
+// made is removed again if it fails. The caller holds t.mu.
+func (t *Tree) nest() ([]place, error) {
+	var made []string
+	mk := func(dir string) error {
+		if err := mkdir(dir); err != nil {
+			for i := len(made) - 1; i >= 0; i-- {
+				unix.Rmdir(made[i])
+			}
+			return err
+		}
+		made = append(made, dir)
+		return nil
+	}
+	var origins, nested []string
+	unified := t.unified
+	if unified != "" {
+		unified = filepath.Join(t.unified, InstanceGroup)
+		if err := errors.Join(mk(unified), mk(filepath.Join(unified, KindContainers))); err != nil {
+			return nil, err
+		}
+		origins, nested = append(origins, t.unified), append(nested, unified)
+	}
+	var limited, moved []place
+	for _, p := range t.places {
+		dir := filepath.Join(p.dir, InstanceGroup)
+		if err := mk(dir); err != nil {
+			return nil, err
+		}
+		nested = append(nested, dir)
+		limited = append(limited, place{dir, p.controllers})
+		below := p.controllers
+		switch {
+		case t.Mode == ModeV2:
+			below = enable(dir, p.controllers)
+			if err := mk(filepath.Join(dir, KindContainers)); err != nil {
+				return nil, err
+			}
+			enable(filepath.Join(dir, KindContainers), below)
+			origins = append(origins, p.dir)
+		case t.unified == "":
+			if err := mk(filepath.Join(dir, KindContainers)); err != nil {
+				return nil, err
+			}
+			origins = append(origins, p.dir)
+		}
+		moved = append(moved, place{dir, below})
+	}
+	t.places, t.unified, t.start = moved, unified, path.Join(t.start, InstanceGroup)
+	t.origins, t.nested = origins, nested
+	return limited, nil
 }
 
 // Group creates the cgroup <start>/<kind>/<name> in every hierarchy used; kind is
@@ -408,6 +480,14 @@ func (t *Tree) Group(kind, name string) (*Group, error) {
 	if err := g.create(); err != nil {
 		return nil, fmt.Errorf("cgroup %s: %w", g.path, err)
 	}
+	if kind == KindInit && t.unified != "" && t.bound.any() {
+		// An init container has no limits of its own: it joins the v1 hierarchies of
+		// the instance's here (a container does in its SetLimits).
+		if errs := g.SetLimits(Limits{}); len(errs) > 0 {
+			g.Remove()
+			return nil, fmt.Errorf("cgroup %s: %w", g.path, errs[0])
+		}
+	}
 	return g, nil
 }
 
@@ -418,23 +498,31 @@ func (t *Tree) Close() error {
 	defer t.mu.Unlock()
 	defer t.unlock()
 	var errs []error
+	rmdir := func(dir string) {
+		err := unix.Rmdir(dir)
+		if err != nil && err != unix.ENOENT && err != unix.EBUSY && err != unix.ENOTEMPTY {
+			errs = append(errs, fmt.Errorf("remove %s: %w", dir, err))
+		}
+	}
 	dirs := []string{t.unified}
 	for _, p := range t.places {
 		if err, ok := t.made[p.dir]; t.unified == "" || (ok && err == nil) {
 			dirs = append(dirs, p.dir) // hybrid: only those it made (and locked)
 		}
 	}
-	for _, dir := range dirs {
-		if dir == "" {
-			continue
-		}
-		for _, kind := range []string{KindContainers, KindInit} {
-			err := unix.Rmdir(filepath.Join(dir, kind))
-			if err != nil && err != unix.ENOENT && err != unix.EBUSY && err != unix.ENOTEMPTY {
-				errs = append(errs, fmt.Errorf("remove %s: %w", filepath.Join(dir, kind), err))
+	kinds := func(dirs []string) {
+		for _, dir := range dirs {
+			if dir != "" {
+				rmdir(filepath.Join(dir, KindContainers))
+				rmdir(filepath.Join(dir, KindInit))
 			}
 		}
 	}
+	kinds(append(dirs, t.nested...)) // a nested hybrid tree's v1 places are its own
+	for _, dir := range t.nested {
+		rmdir(dir)
+	}
+	kinds(t.origins)
 	return errors.Join(errs...)
 }
 

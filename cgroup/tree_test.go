@@ -96,17 +96,55 @@ func TestV2LimitsWrittenWhere(t *testing.T) {
 	if got := readString(t, filepath.Join(dir, "cpu.max")); got != "1000 100000" {
 		t.Errorf("cpu.max for 1m = %q, want 1000 100000", got)
 	}
-	// instance.limits go to the starting cgroup, without memory.oom.group: one OOM
-	// there must not take tend with it.
-	if errs := tree.SetLimits(Limits{Memory: 2 << 30}); errs != nil {
+}
+
+// instance.limits go to <start>/instance, a cgroup tend makes that holds /containers
+// and /init and not tend (its leaf <start>/tend): never to the starting cgroup, which
+// tend did not make and which whatever launched tend keeps after it exits.
+func TestV2InstanceLimitsBelowTend(t *testing.T) {
+	root, start := fakeV2(t, "cpu memory pids")
+	tree, err := Open(root, "required", 4242)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	if errs := tree.SetLimits(Limits{CPU: 2, Memory: 2 << 30}); errs != nil {
 		t.Fatalf("Tree.SetLimits: %v", errs)
 	}
-	if got := readString(t, filepath.Join(start, "memory.max")); got != "2147483648" {
-		t.Errorf("<start>/memory.max = %q, want 2147483648", got)
+	for _, f := range []string{"memory.max", "cpu.max", "memory.oom.group"} {
+		if exists(filepath.Join(start, f)) {
+			t.Errorf("%s written to tend's starting cgroup", f)
+		}
 	}
-	if exists(filepath.Join(start, "memory.oom.group")) {
-		t.Error("memory.oom.group written to tend's starting cgroup")
+	inst := filepath.Join(start, "instance")
+	want := map[string]string{"memory.max": "2147483648", "cpu.max": "200000 100000", "cgroup.subtree_control": "+cpu +memory +pids"}
+	for f, v := range want {
+		if got := readString(t, filepath.Join(inst, f)); got != v {
+			t.Errorf("<start>/instance/%s = %q, want %q", f, got, v)
+		}
 	}
+	if exists(filepath.Join(inst, "memory.oom.group")) {
+		t.Error("memory.oom.group on the instance's group: one OOM kill would take every container")
+	}
+	if got := readString(t, filepath.Join(start, "tend/cgroup.procs")); got != "4242" {
+		t.Errorf("tend/cgroup.procs = %q, want tend in its leaf, outside <start>/instance", got)
+	}
+	web, err := tree.Group(KindContainers, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup, err := tree.Group(KindInit, "setup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if web.Path() != "/pod/app/instance/containers/web" || setup.Path() != "/pod/app/instance/init/setup" {
+		t.Errorf("paths %q, %q; want below /pod/app/instance", web.Path(), setup.Path())
+	}
+	if !exists(filepath.Join(inst, "containers/web")) || !exists(filepath.Join(inst, "init/setup")) {
+		t.Error("the groups are not below <start>/instance")
+	}
+	web.Remove()
+	setup.Remove()
 }
 
 // A second tree in the same starting cgroup is off, and does not move itself into

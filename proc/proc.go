@@ -172,7 +172,9 @@ func Start(c Cmd) (*Process, error) {
 		}
 	}
 	reapMu.RLock()
+	forkBegin() // the child gets tend's starting oom_score_adj (oom.go)
 	pid, err := syscall.ForkExec(execPath, argv, attr)
+	forkEnd()
 	if err == nil {
 		p.pid = pid
 		runningMu.Lock()

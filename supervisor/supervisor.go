@@ -241,6 +241,9 @@ func (sv *Supervisor) setUp() (chan os.Signal, error) {
 	if p.err != nil {
 		sv.log.Warn().Err(p.err).Msg("cannot become a child subreaper; orphans will not be reaped here")
 	}
+	if err := proc.ProtectFromOOM(); err != nil {
+		sv.log.Debug().Err(err).Msg("oom_score_adj left as it was")
+	}
 	if sv.opts.APITokenFile != "" {
 		b, err := os.ReadFile(sv.opts.APITokenFile)
 		if err != nil {

@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -227,4 +229,74 @@ func TestTwoTendsInOneCgroup(t *testing.T) {
 	if len(strings.Fields(string(procs))) == 0 {
 		t.Error("the first tend's web group is empty")
 	}
+}
+
+// instance.limits never go to tend's starting cgroup (SPEC §12.1, §18.4): that one is
+// whatever launched tend (here the test's fresh cgroup, standing for a login shell's),
+// keeps its memory limit while tend runs and after it exits; the limit is on
+// <start>/instance, which holds the containers and not tend. tend's oom_score_adj is
+// -1000; its containers, and what they fork, start with the one tend was started with.
+func TestInstanceLimitsSpareTendsCgroup(t *testing.T) {
+	cg := needTestCgroup(t)
+	limitFile := filepath.Join(cg.dir("memory"), "memory.limit_in_bytes")
+	before := readTrim(t, limitFile)
+	oom := []string{"sh", "-c", `echo 123 > /proc/self/oom_score_adj && exec "$@"`, "sh"}
+	tp := start(t, `
+instance: {limits: {memory: 96Mi}}
+containers:
+  - name: web
+    command: "sh -c 'cat /proc/self/cgroup > {DIR}/web.tmp && mv {DIR}/web.tmp {DIR}/web.cg; sh -c \"cat /proc/self/oom_score_adj > {DIR}/child.tmp; mv {DIR}/child.tmp {DIR}/child.oom\" & cat /proc/self/oom_score_adj > {DIR}/web.tmp && mv {DIR}/web.tmp {DIR}/web.oom; exec sleep 600'"
+`, runOpts{cgroup: cg, wrap: oom})
+	doc := tp.waitStatus(10*time.Second, "web running", func(d status.Document) bool { return containerStatus(d, "web").Pid != nil })
+	membership := map[bool]string{false: "memory", true: unified}[cg.dir(unified) != ""]
+	if got, want := cgroupLine(t, filepath.Join(tp.dir, "web.cg"), "memory"), cg.path("memory")+"/instance/containers/web"; got != want {
+		t.Errorf("web's memory cgroup %q, want %q", got, want)
+	}
+	if c := containerStatus(doc, "web"); c.Cgroup != cg.path(membership)+"/instance/containers/web" {
+		t.Errorf("web's status cgroup %q, want %q", c.Cgroup, cg.path(membership)+"/instance/containers/web")
+	}
+	if got := readTrim(t, filepath.Join(cg.dir("memory"), "instance/memory.limit_in_bytes")); got != "100663296" {
+		t.Errorf("<start>/instance/memory.limit_in_bytes = %q, want 100663296", got)
+	}
+	if got := readTrim(t, limitFile); got != before {
+		t.Errorf("tend's starting cgroup's memory limit while tend runs = %s, want %s as before", got, before)
+	}
+	pid := tp.pid()
+	if own := cgroupLine(t, fmt.Sprintf("/proc/%d/cgroup", pid), "memory"); own != cg.path("memory") {
+		t.Errorf("tend's memory cgroup %q, want its starting %q (outside the limits)", own, cg.path("memory"))
+	}
+	// Lowering it needs CAP_SYS_RESOURCE, which a test host (a container) may not
+	// grant: then tend keeps its own (proc's unit test covers the lowering).
+	wantOwn := "-1000"
+	if exec.Command("sh", "-c", "echo -1000 > /proc/self/oom_score_adj").Run() != nil {
+		wantOwn = "123"
+	}
+	if got := readTrim(t, fmt.Sprintf("/proc/%d/oom_score_adj", pid)); got != wantOwn {
+		t.Errorf("tend's oom_score_adj = %s, want %s", got, wantOwn)
+	}
+	for _, f := range []string{"web.oom", "child.oom"} {
+		if got := strings.TrimSpace(waitFile(t, 10*time.Second, filepath.Join(tp.dir, f))); got != "123" {
+			t.Errorf("%s: oom_score_adj %s, want 123 (tend's at its start)", f, got)
+		}
+	}
+	termAndWait(t, tp, 15*time.Second)
+	if got := readTrim(t, limitFile); got != before {
+		t.Errorf("tend's starting cgroup's memory limit after tend exited = %s, want %s as before", got, before)
+	}
+	for _, dir := range cg.dirs {
+		for _, sub := range []string{"instance", "containers", "init"} {
+			if exists(filepath.Join(dir, sub)) {
+				t.Errorf("%s/%s is left after tend exited", dir, sub)
+			}
+		}
+	}
+}
+
+func readTrim(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
