@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,9 +89,14 @@ containers: *i
 			}
 			var errs *Errors
 			msg := err.Error()
+			if errors.As(err, &errs) {
+				// A syntax error is located like a field error: FILE:LINE: message.
+				if len(errs.Fields) != 1 || errs.Fields[0].Line == 0 || errs.File != tt.path {
+					t.Fatalf("got field errors %+v, want one with a line", errs.Fields)
+				}
+				msg = fmt.Sprintf("%s: line %d: %s", errs.File, errs.Fields[0].Line, errs.Fields[0].Msg)
+			}
 			switch {
-			case errors.As(err, &errs):
-				t.Errorf("got field errors, want a one-line error: %v", err)
 			case strings.Contains(msg, "\n"):
 				t.Errorf("error has several lines: %q", msg)
 			case !strings.HasPrefix(msg, tt.path+": "):

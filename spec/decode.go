@@ -23,8 +23,8 @@ const (
 )
 
 // decode parses data as one YAML (or JSON) document and decodes it strictly into a
-// Spec. A document that cannot be parsed at all gives a one-line error (without the
-// file name); unknown fields, duplicate keys and values of the wrong type are recorded
+// Spec. A syntax error is a *FieldError with its line; a document that cannot be a
+// spec at all gives a one-line error (without the file name); unknown fields, duplicate keys and values of the wrong type are recorded
 // in c with their paths and lines, and decoding goes on so every one is reported.
 func decode(data []byte, c *collector) (*Spec, error) {
 	// Before parsing: yaml.v3 takes a few hundred bytes a node, and a 1 MB file can
@@ -106,11 +106,42 @@ func syntaxError(data []byte, err error) error {
 	switch {
 	case strings.Contains(indent, "\t") || strings.Contains(problem, "tab character"):
 		problem = "tab characters are not allowed for indentation"
+	case problem == "mapping values are not allowed in this context" && quoteHint(text) != "":
+		problem += quoteHint(text)
 	case problem == "did not find expected key" || problem == "did not find expected '-' indicator" ||
 		problem == "mapping values are not allowed in this context":
 		problem += " (check the indentation of this line and the one before)"
 	}
-	return fmt.Errorf("line %d: %s", line, problem)
+	return &FieldError{Line: line, Msg: problem}
+}
+
+// quoteHint is the fix for a line whose plain value holds ": " (command: python3 -c
+// 'while True: pass'), which YAML reads as a second key: the line with the value
+// quoted. "" when the line is not "key: value" with such a value.
+func quoteHint(text string) string {
+	body := strings.TrimLeft(text, " ")
+	for strings.HasPrefix(body, "- ") {
+		body = strings.TrimLeft(body[2:], " ")
+	}
+	key, value, ok := strings.Cut(body, ": ")
+	value = strings.TrimSpace(value)
+	if !ok || key == "" || strings.ContainsAny(key, " \"'") || value == "" ||
+		strings.ContainsAny(value[:1], "\"'{[|>&*!#") || !strings.Contains(value, ": ") {
+		return ""
+	}
+	if i := strings.Index(value, " #"); i >= 0 {
+		value = strings.TrimSpace(value[:i]) // a comment
+	}
+	return fmt.Sprintf(" (a \": \" inside a value starts a mapping: quote the value, %s: %s)", key, quoteYAML(value))
+}
+
+// quoteYAML writes s as one YAML flow scalar: in double quotes when that needs no
+// escape, else in single quotes (a ' doubled).
+func quoteYAML(s string) string {
+	if !strings.ContainsAny(s, "\"\\") {
+		return `"` + s + `"`
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
 // problemLine is the first line from `from` on whose prefix of data fails to parse
@@ -292,7 +323,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 		w.mapping(n, t, path)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			w.c.structf(path, n.Line, "must be a list, got %s", DescribeNode(n))
+			w.c.structf(path, n.Line, "must be a list, got %s%s", DescribeNode(n), formHint(n, t))
 			return
 		}
 		for i, item := range n.Content {
@@ -300,7 +331,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			w.c.structf(path, n.Line, "must be a mapping, got %s", DescribeNode(n))
+			w.c.structf(path, n.Line, "must be a mapping, got %s%s", DescribeNode(n), formHint(n, t))
 			return
 		}
 		w.keys(n, path, func(key string, value *yaml.Node) {
@@ -314,7 +345,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 // mapping checks a struct-typed node: every key must name a field.
 func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
 	if n.Kind != yaml.MappingNode {
-		w.c.structf(path, n.Line, "must be a mapping, got %s", DescribeNode(n))
+		w.c.structf(path, n.Line, "must be a mapping, got %s%s", DescribeNode(n), formHint(n, t))
 		return
 	}
 	fields := yamlFields(t)
@@ -332,6 +363,9 @@ func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
 // Kubernetes timing or another tool's limit says which field of tend means it, a key
 // without its unit the _ms field, else the nearest name; "" when none is near.
 func unknownHint(key string, value *yaml.Node, fields map[string]reflect.Type) string {
+	if hint := habitHint(key, fields); hint != "" {
+		return hint
+	}
 	if hint := kubernetesHint(key, value, fields); hint != "" {
 		return hint
 	}
@@ -349,6 +383,123 @@ func unknownHint(key string, value *yaml.Node, fields map[string]reflect.Type) s
 		return fmt.Sprintf(" (did you mean %s?)", guess)
 	}
 	return ""
+}
+
+var (
+	envListType   = reflect.TypeFor[[]EnvVar]()
+	envVarType    = reflect.TypeFor[EnvVar]()
+	dependsOnType = reflect.TypeFor[map[string]string]()
+)
+
+// formHint shows the form tend takes for what compose writes otherwise: env as a
+// mapping or as NAME=VALUE strings (tend: a list of {name, value}), depends_on as a
+// list of names (tend: a mapping of name to condition). Built from the document's
+// own values, so the user can paste it; "" for any other mismatch.
+func formHint(n *yaml.Node, t reflect.Type) string {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	const most = 3 // entries shown; the form is clear from a few
+	switch {
+	case t == envListType && n.Kind == yaml.MappingNode:
+		var items []string
+		for i := 0; i+1 < len(n.Content) && len(items) < most; i += 2 {
+			items = append(items, envItem(n.Content[i].Value, n.Content[i+1].Value))
+		}
+		return " (write a list: [" + strings.Join(items, ", ") + more(len(n.Content)/2, most) + "])"
+	case t == envVarType && n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "="):
+		name, value, _ := strings.Cut(n.Value, "=")
+		return " (write " + envItem(name, value) + ")"
+	case t == dependsOnType && n.Kind == yaml.SequenceNode:
+		var items []string
+		for _, item := range n.Content {
+			if len(items) == most {
+				break
+			}
+			if item.Kind == yaml.ScalarNode {
+				items = append(items, flowScalar(item.Value)+": started")
+			}
+		}
+		if len(items) == 0 {
+			return " (write {NAME: started}, or ready, succeeded, completed)"
+		}
+		return " (write {" + strings.Join(items, ", ") + more(len(n.Content), most) + "}; a condition is started, ready, succeeded or completed)"
+	}
+	return ""
+}
+
+func envItem(name, value string) string {
+	return "{name: " + flowScalar(name) + ", value: " + flowScalar(value) + "}"
+}
+
+func more(n, shown int) string {
+	if n > shown {
+		return ", ..."
+	}
+	return ""
+}
+
+// flowScalar writes s so that it reads back as the same string inside a flow
+// collection: plain when it is a simple word, else quoted.
+func flowScalar(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r == '_' || r == '-' || r == '.' || r == '/' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			plain = false
+			break
+		}
+	}
+	if plain && !strings.ContainsAny(s[:1], "-.") {
+		return s
+	}
+	return quoteYAML(s)
+}
+
+// habitFields are the names docker compose, Kubernetes and supervisord give fields
+// that tend names otherwise, and tend's names for them.
+var habitFields = map[string][]string{
+	"environment":       {"env"},
+	"env_file":          {"env_files"},
+	"restart":           {"restart_policy"},
+	"healthcheck":       {"readiness_probe", "liveness_probe"},
+	"readinessprobe":    {"readiness_probe"},
+	"livenessprobe":     {"liveness_probe"},
+	"startupprobe":      {"startup_probe"},
+	"cmd":               {"command"},
+	"entrypoint":        {"command"},
+	"args":              {"command"},
+	"workdir":           {"working_dir"},
+	"workingdir":        {"working_dir"},
+	"working_directory": {"working_dir"},
+	"directory":         {"working_dir"},
+	"cwd":               {"working_dir"},
+	"dependson":         {"depends_on"},
+	"stop_signal":       {"stop_policy"},
+	"stopsignal":        {"stop_policy"},
+	"stop_grace_period": {"stop_policy"},
+	"initcontainers":    {"init_containers"},
+}
+
+// habitHint is the "did you mean" for a field another tool uses where tend has its
+// own name (environment: → env), when the mapping has that field; "" otherwise.
+func habitHint(key string, fields map[string]reflect.Type) string {
+	want, ok := habitFields[strings.ToLower(key)]
+	if !ok {
+		want, ok = habitFields[strings.ToLower(strings.ReplaceAll(key, "_", ""))]
+	}
+	if !ok {
+		return ""
+	}
+	var have []string
+	for _, f := range want {
+		if _, ok := fields[f]; ok && f != key {
+			have = append(have, f)
+		}
+	}
+	if len(have) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", strings.Join(have, " or "))
 }
 
 // keys calls f for each key of a mapping node, reporting non-scalar and duplicate keys.
@@ -423,8 +574,22 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, path string) {
 	// go-yaml would truncate 1.5 into an int; only a float field takes both.
 	tagOK := tag == tags[t.Kind()] || (t.Kind() == reflect.Float64 && tag == "!!int")
 	if err := n.Decode(reflect.New(t).Interface()); err != nil || !tagOK {
-		w.c.structf(path, n.Line, "must be %s, got %s", want, DescribeNode(n))
+		w.c.structf(path, n.Line, "must be %s, got %s%s", want, DescribeNode(n), unitHint(path, n))
 	}
+}
+
+// unitHint is the fix for a duration written with a unit where a field takes a
+// number of milliseconds (term_timeout_ms: 10s): the number to write; "" otherwise.
+func unitHint(path string, n *yaml.Node) string {
+	field := path[strings.LastIndexAny(path, ".")+1:]
+	if !strings.HasSuffix(field, "_ms") {
+		return ""
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if err != nil || d < 0 {
+		return " (it takes milliseconds)"
+	}
+	return fmt.Sprintf(" (it takes milliseconds: %s: %d)", field, d.Milliseconds())
 }
 
 // yamlFields maps the yaml names of a struct's fields (inline ones included) to types.

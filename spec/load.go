@@ -79,6 +79,11 @@ func loadData(data []byte, path, specDir string, opts Options) (*Spec, error) {
 	}
 	c := newCollector()
 	s, err := decode(data, c)
+	var syntax *FieldError
+	if errors.As(err, &syntax) {
+		// A syntax error has a line: "FILE:LINE: message", as every field error.
+		return nil, &Errors{File: path, Fields: []*FieldError{syntax}}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

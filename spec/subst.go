@@ -124,6 +124,14 @@ func (v *variables) substitute(s string) (string, error) {
 				// A shell's ${NAME}, as in sh -c 'echo ${HOME}'.
 				return "", fmt.Errorf("unknown variable {%s} (write ${{%s}} for a literal ${%s}, or $%s)", name, name, name, name)
 			}
+			if !ok && (i > 0 && strings.ContainsRune("%#@", rune(s[i-1])) || strings.ContainsAny(name, " $.:,;'\"()")) {
+				// Another tool's placeholder: curl's %{http_code}, awk's {print $1}.
+				prefix := s[i-min(i, 1) : i]
+				if !strings.ContainsAny(prefix, "%#@") {
+					prefix = ""
+				}
+				return "", fmt.Errorf("unknown variable {%s} (write %s{{%s}} for a literal %s{%s})", name, prefix, name, prefix, name)
+			}
 			if !ok {
 				return "", fmt.Errorf("unknown variable {%s}%s", name, v.hint(name))
 			}
