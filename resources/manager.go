@@ -505,7 +505,7 @@ func (m *Manager) notify(ctx context.Context, next *spec.Spec, running []string,
 		if len(c.NotifyActions) == 0 || !slices.Contains(running, c.Name) {
 			continue
 		}
-		target := probes.Target{Container: c.Name, Env: next.ProcessEnvAs(c.Env, c.Identity()), Dir: next.WorkDir(c.WorkingDir), Ident: c.Identity()}
+		target := probes.Target{Container: c.Name, Env: next.ContainerEnv(c), Dir: next.WorkDir(c.WorkingDir), Ident: c.Identity()}
 		if m.opts.Cgroup != nil {
 			target.Cgroup = m.opts.Cgroup(c.Name)
 		}

@@ -94,10 +94,14 @@ func (s *Spec) NeedsRoot() []string {
 // and LOGNAME (HOME=/ for a numeric one) replace tend's own, unless env_files or an
 // env list of the spec set them.
 func (s *Spec) ProcessEnvAs(own []EnvVar, id *Identity) []string {
+	return s.envWith(s.identityPre(nil, id), own)
+}
+
+// identityPre adds to pre the assignments of a user's HOME, USER and LOGNAME.
+func (s *Spec) identityPre(pre [][2]string, id *Identity) [][2]string {
 	if id == nil || !id.HasUser {
-		return s.ProcessEnv(own)
+		return pre
 	}
-	var pre [][2]string
 	set := func(k, v string) {
 		if !s.specEnv[k] {
 			pre = append(pre, [2]string{k, v})
@@ -108,12 +112,13 @@ func (s *Spec) ProcessEnvAs(own []EnvVar, id *Identity) []string {
 		set("USER", id.Name)
 		set("LOGNAME", id.Name)
 	}
-	return s.envWith(pre, own)
+	return pre
 }
 
-// identityKeys are the variables a user sets; specEnvKeys tells which of them the
-// spec's env_files and env set (compared with before, tend's environment).
-var identityKeys = []string{"HOME", "USER", "LOGNAME"}
+// identityKeys are the variables tend sets per process (a user's, a container's
+// limits); specEnvKeys tells which of them the spec's env_files and env set (compared
+// with before, tend's environment and the instance's limits).
+var identityKeys = []string{"HOME", "USER", "LOGNAME", limitCPUVar, limitMemVar}
 
 func identityEnv(e *envList) map[string]*string {
 	m := map[string]*string{}
@@ -455,4 +460,18 @@ func (c *Container) KeepLines() int {
 		return DefaultKeepLines
 	}
 	return c.Log.KeepLines.Get()
+}
+
+// ContainerEnv is the full environment of container c's processes: ProcessEnvAs, with
+// CPU_LIMIT and MEM_LIMIT of c's own limits where it has them (the base has the
+// instance's, else those of tend's cgroup), unless env_files or the top-level env set
+// them.
+func (s *Spec) ContainerEnv(c *Container) []string {
+	var pre [][2]string
+	for k, v := range limitVars(c.Limits) {
+		if !s.specEnv[k] {
+			pre = append(pre, [2]string{k, v})
+		}
+	}
+	return s.envWith(s.identityPre(pre, c.Identity()), c.Env)
 }

@@ -2,7 +2,9 @@ package spec
 
 import (
 	"fmt"
+	"iter"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -161,4 +163,27 @@ func limitHint(key string, fields map[string]reflect.Type) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %s?)", want)
+}
+
+// The variables that carry limits to the processes, as instancectl's (cgroup package).
+const (
+	limitCPUVar = "CPU_LIMIT" // cores, "1.5c"
+	limitMemVar = "MEM_LIMIT" // bytes
+)
+
+// limitVars are CPU_LIMIT and MEM_LIMIT of the limits l sets, in the cgroup
+// package's form (cores with up to 4 decimals and "c", bytes).
+func limitVars(l Limits) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		cpu, memory, _ := l.Values()
+		if cpu > 0 {
+			c := strings.TrimRight(strings.TrimRight(strconv.FormatFloat(cpu, 'f', 4, 64), "0"), ".")
+			if !yield(limitCPUVar, c+"c") {
+				return
+			}
+		}
+		if memory > 0 {
+			yield(limitMemVar, strconv.FormatInt(memory, 10))
+		}
+	}
 }

@@ -257,3 +257,64 @@ func TestLimitsJSON(t *testing.T) {
 		t.Errorf("unset limits in JSON: %s", out)
 	}
 }
+
+// CPU_LIMIT and MEM_LIMIT are a container's own limits where it has them, else the
+// instance's, else those of tend's cgroup (Options.Limits); an init container has the
+// instance's. An env list or env_files entry that sets one wins, as for any variable.
+func TestLimitsInTheEnvironment(t *testing.T) {
+	tests := []struct {
+		name, spec string
+		want       map[string][2]string // process -> CPU_LIMIT, MEM_LIMIT
+	}{
+		{"instance limits", `
+instance: {limits: {cpu: 2, memory: 512Mi}}
+init_containers: [{name: setup, command: "true"}]
+containers:
+  - {name: own, command: "true", limits: {memory: 64Mi}}
+  - {name: both, command: "true", limits: {cpu: "250m", memory: 1Gi}}
+  - {name: none, command: "true"}
+  - {name: set, command: "true", limits: {memory: 64Mi}, env: [{name: MEM_LIMIT, value: "7"}]}
+`, map[string][2]string{"setup": {"2c", "536870912"}, "own": {"2c", "67108864"}, "both": {"0.25c", "1073741824"},
+			"none": {"2c", "536870912"}, "set": {"2c", "7"}}},
+		{"tend's cgroup", `
+init_containers: [{name: setup, command: "true"}]
+containers:
+  - {name: own, command: "true", limits: {cpu: 0.5}}
+  - {name: none, command: "true"}
+`, map[string][2]string{"setup": {"1.5c", "1073741824"}, "own": {"0.5c", "1073741824"}, "none": {"1.5c", "1073741824"}}},
+		{"spec env wins", `
+env: [{name: CPU_LIMIT, value: "9c"}]
+containers:
+  - {name: own, command: "true", limits: {cpu: 0.5, memory: 1Mi}}
+`, map[string][2]string{"own": {"9c", "1048576"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustLoad(t, tt.spec, nil)
+			got := map[string][2]string{}
+			env := func(list []string) [2]string {
+				var v [2]string
+				for _, kv := range list {
+					if x, ok := strings.CutPrefix(kv, "CPU_LIMIT="); ok {
+						v[0] = x
+					}
+					if x, ok := strings.CutPrefix(kv, "MEM_LIMIT="); ok {
+						v[1] = x
+					}
+				}
+				return v
+			}
+			for i := range s.InitContainers {
+				got[s.InitContainers[i].Name] = env(s.ProcessEnvAs(s.InitContainers[i].Env, s.InitContainers[i].Identity()))
+			}
+			for i := range s.Containers {
+				got[s.Containers[i].Name] = env(s.ContainerEnv(&s.Containers[i]))
+			}
+			for name, want := range tt.want {
+				if got[name] != want {
+					t.Errorf("%s: CPU_LIMIT, MEM_LIMIT = %q, want %q", name, got[name], want)
+				}
+			}
+		})
+	}
+}

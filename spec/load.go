@@ -113,6 +113,9 @@ func resolve(s *Spec, opts Options, specDir string, c *collector) {
 	for _, name := range sortedKeys(opts.Limits) {
 		e.set(name, opts.Limits[name])
 	}
+	for name, v := range limitVars(s.Instance.Limits) {
+		e.set(name, v) // the instance's limits, where it has them, over tend's cgroup's
+	}
 	identityBefore := identityEnv(e)
 	for i, f := range s.EnvFiles {
 		if f == "" {

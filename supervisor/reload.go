@@ -379,6 +379,6 @@ func sameContainer(prevSpec *spec.Spec, prev *spec.Container, nextSpec *spec.Spe
 	a.TargetState, b.TargetState = "", ""
 	a.DependsOn, b.DependsOn = nil, nil
 	return reflect.DeepEqual(a, b) &&
-		slices.Equal(prevSpec.ProcessEnv(prev.Env), nextSpec.ProcessEnv(next.Env)) &&
+		slices.Equal(prevSpec.ContainerEnv(prev), nextSpec.ContainerEnv(next)) &&
 		prevSpec.WorkDir(prev.WorkingDir) == nextSpec.WorkDir(next.WorkingDir)
 }

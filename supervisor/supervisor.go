@@ -405,7 +405,7 @@ func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container, stoppedByRe
 	}
 	c, err := container.New(container.Config{
 		Spec:    cs,
-		Env:     s.ProcessEnvAs(cs.Env, cs.Identity()),
+		Env:     s.ContainerEnv(cs),
 		Dir:     s.WorkDir(cs.WorkingDir),
 		LogFile: logFile,
 		Stdout:  sv.stdout,

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // `tend validate` takes every written form of the limits of SPEC §12, `tend render`
@@ -71,6 +72,25 @@ containers:
 	} {
 		if !strings.Contains(errOut, want+"\n") {
 			t.Errorf("validate bad: stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+// A container's processes get its own limits as CPU_LIMIT and MEM_LIMIT, one without
+// limits the instance's.
+func TestLimitsInTheEnvironment(t *testing.T) {
+	tp := start(t, `
+instance: {limits: {cpu: 2, memory: 512Mi}}
+containers:
+  - name: small
+    command: "sh -c 'echo $CPU_LIMIT $MEM_LIMIT > {DIR}/small.tmp && mv {DIR}/small.tmp {DIR}/small.env; exec sleep 600'"
+    limits: {memory: 64Mi}
+  - name: plain
+    command: "sh -c 'echo $CPU_LIMIT $MEM_LIMIT > {DIR}/plain.tmp && mv {DIR}/plain.tmp {DIR}/plain.env; exec sleep 600'"
+`)
+	for file, want := range map[string]string{"small.env": "2c 67108864", "plain.env": "2c 536870912"} {
+		if got := strings.TrimSpace(waitFile(t, 10*time.Second, filepath.Join(tp.dir, file))); got != want {
+			t.Errorf("%s: CPU_LIMIT MEM_LIMIT = %q, want %q", file, got, want)
 		}
 	}
 }
