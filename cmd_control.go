@@ -355,8 +355,9 @@ func preparingNote(doc status.Document) string {
 	return "waiting for the instance to be prepared"
 }
 
-// note is what a container waits for (depends_on), why it failed, and the last
-// STATUS= it sent, as far as there is any.
+// note is what a container waits for (depends_on), why it failed, the last
+// STATUS= it sent, as far as there is any, and whether the instance's readiness
+// leaves it out (affects_readiness: false).
 func note(c status.Container) string {
 	var parts []string
 	if len(c.WaitingFor) > 0 {
@@ -367,6 +368,9 @@ func note(c status.Container) string {
 	}
 	if c.StatusText != "" {
 		parts = append(parts, c.StatusText)
+	}
+	if !c.AffectsReadiness {
+		parts = append(parts, "readiness not counted")
 	}
 	return dash(strings.Join(parts, "; "))
 }

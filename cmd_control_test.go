@@ -19,8 +19,8 @@ func TestPrintStatusWaitingForInit(t *testing.T) {
 			{Name: "migrate", State: status.Backoff, Attempts: 4, LastExit: &status.Exit{Reason: "exit code 3"}},
 		},
 		Containers: []status.Container{
-			{Name: "web", State: status.Waiting},
-			{Name: "worker", State: status.Waiting, WaitingFor: []string{"web: ready"}},
+			{Name: "web", State: status.Waiting, AffectsReadiness: true},
+			{Name: "worker", State: status.Waiting, WaitingFor: []string{"web: ready"}, AffectsReadiness: true},
 		},
 	}
 	var out bytes.Buffer

@@ -298,6 +298,7 @@ func initialStatus(sc *spec.Container, stoppedByRequest bool, now time.Time) sta
 		Alive:            status.NewCondition(false, status.ReasonNotStarted, "", now),
 		Ready:            status.NewCondition(false, status.ReasonNotStarted, "", now),
 		LimitsApplied:    !sc.Limits.IsSet(), // until OpenCgroup has written them
+		AffectsReadiness: sc.CountsForReadiness(),
 	}
 	if stoppedByRequest {
 		st.TargetState = spec.TargetRemoved

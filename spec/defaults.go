@@ -27,6 +27,7 @@ const (
 	DefaultCachedRevisions      = 3
 	DefaultMaxFailures          = 0 // unlimited
 	DefaultMaxRunMs             = 0 // no deadline
+	DefaultAffectsReadiness     = true
 )
 
 // timeLimitDefaults are the TTimeLimit defaults of one context (docs/reference.md "Fields and defaults"); the
@@ -102,6 +103,7 @@ func defaultContainer(c *Container, port Opt[int]) {
 	setDefault(&rp.MaxFailures, DefaultMaxFailures)
 	setString(&rp.OnGiveUp, GiveUpStop)
 	setDefault(&c.MaxRunMs, DefaultMaxRunMs)
+	setDefault(&c.AffectsReadiness, DefaultAffectsReadiness)
 
 	for _, p := range []*Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		if p == nil {

@@ -41,6 +41,9 @@ containers:
 		t.Errorf("dynamic resource = %+v, want cached_revisions_count 3, verify defaulted", d)
 	}
 	c := s.Containers[0]
+	if !c.AffectsReadiness.IsSet() || !c.AffectsReadiness.Get() {
+		t.Errorf("affects_readiness = %+v, want true (set)", c.AffectsReadiness)
+	}
 	wantRP := RestartPolicy{MinPeriodMs: i64(1000), MaxPeriodMs: i64(60000), Backoff: Some(2.0), MaxJitterMs: i64(1000), StableAfterMs: i64(60000), Mode: "always", MaxFailures: Some(0), OnGiveUp: "stop"}
 	if !reflect.DeepEqual(*c.RestartPolicy, wantRP) {
 		t.Errorf("restart policy = %s, want %s", show(*c.RestartPolicy), show(wantRP))

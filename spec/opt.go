@@ -22,7 +22,7 @@ type Opt[T optValue] struct {
 
 // optValue are the element types of Opt.
 type optValue interface {
-	int | int64 | float64 | string
+	int | int64 | float64 | string | bool
 }
 
 // Some is an Opt set to v.

@@ -129,6 +129,10 @@ func TestSchemaChecks(t *testing.T) {
 		{"containers: [{name: web, command: x, limits: {swap: 1}}]", false},
 		{"containers: [{name: web, command: x, memory_restart: true}]", false},
 		{"init_containers: [{name: i, command: x, limits: {memory: 1Gi}}]\ncontainers: []", false},
+		{"containers: [{name: shipper, command: x, affects_readiness: false}]", true},
+		{"containers: [{name: shipper, command: x, affects_readiness: no}]", false},
+		{"containers: [{name: shipper, command: x, affects_readiness: 0}]", false},
+		{"init_containers: [{name: i, command: x, affects_readiness: false}]\ncontainers: []", false},
 	}
 	for _, tt := range tests {
 		err := schema.Validate(yamlAsJSON(t, []byte(tt.doc)))

@@ -145,7 +145,19 @@ type Container struct {
 	// "Schedules", schedule.go); "" for none.
 	Schedule string `yaml:"schedule,omitempty" json:"schedule,omitempty"`
 
+	// AffectsReadiness false keeps the container out of the instance's ready
+	// condition (a log shipper, a metrics sidecar); it keeps its own ready and alive
+	// (docs/reference.md "Readiness that does not count").
+	AffectsReadiness Opt[bool] `yaml:"affects_readiness,omitempty" json:"affects_readiness,omitzero"`
+
 	ident *Identity // resolved by Load
+}
+
+// CountsForReadiness reports whether the container's ready condition is part of the
+// instance's: affects_readiness after Load; a container built by hand (tests, no
+// defaults applied) counts, as the default says.
+func (c *Container) CountsForReadiness() bool {
+	return !c.AffectsReadiness.IsSet() || c.AffectsReadiness.Get()
 }
 
 // Values of Container.TermBarrier, Container.TargetState and RestartPolicy.Mode.

@@ -213,7 +213,10 @@ type Container struct {
 	NextStartAt *Time     `json:"next_start_at"`
 	Alive       Condition `json:"alive"`
 	Ready       Condition `json:"ready"`
-	LastExit    *Exit     `json:"last_exit"`
+	// AffectsReadiness is false for a container whose ready condition the instance's
+	// leaves out (affects_readiness: false in its spec).
+	AffectsReadiness bool  `json:"affects_readiness"`
+	LastExit         *Exit `json:"last_exit"`
 	// StoppedByRequest is true after `tend stop` until `tend start` or `tend
 	// restart`: reloads keep such a container stopped.
 	StoppedByRequest bool `json:"stopped_by_request"`

@@ -13,9 +13,9 @@ func TestOnReadyWhenTheInstanceTurnsReady(t *testing.T) {
 	calls := 0
 	sv := &Supervisor{opts: Options{OnReady: func() { calls++ }}, state: status.InstanceRunning}
 	sv.installed.Set(true, "Installed", "", time.Now())
-	ready := status.Container{Name: "web"}
+	ready := status.Container{Name: "web", AffectsReadiness: true}
 	ready.Ready.Set(true, "Running", "", time.Now())
-	notReady := status.Container{Name: "web"}
+	notReady := status.Container{Name: "web", AffectsReadiness: true}
 	notReady.Ready.Set(false, "Starting", "", time.Now())
 
 	for i, step := range []struct {
@@ -33,6 +33,38 @@ func TestOnReadyWhenTheInstanceTurnsReady(t *testing.T) {
 		sv.mu.Unlock()
 		if calls != step.want {
 			t.Fatalf("step %d: OnReady called %d times, want %d", i, calls, step.want)
+		}
+	}
+}
+
+// The instance's ready condition leaves out a container with affects_readiness:
+// false, whatever its own condition says, and names only the counted ones.
+func TestReadyLeavesOutUncountedContainers(t *testing.T) {
+	now := time.Now()
+	container := func(name string, counts, ready bool) status.Container {
+		c := status.Container{Name: name, AffectsReadiness: counts}
+		c.Ready.Set(ready, "Exited", "exit code 1", now)
+		return c
+	}
+	tests := []struct {
+		name string
+		cs   []status.Container
+		want bool
+		msg  string
+	}{
+		{"a counted container not ready → not ready", []status.Container{container("web", true, true), container("shipper", true, false)}, false, "shipper: exit code 1"},
+		{"an uncounted container not ready → ready", []status.Container{container("web", true, true), container("shipper", false, false)}, true, ""},
+		{"only uncounted containers, none ready → ready", []status.Container{container("shipper", false, false)}, true, ""},
+		{"counted web not ready, uncounted shipper not ready → names web only", []status.Container{container("web", true, false), container("shipper", false, false)}, false, "web: exit code 1"},
+	}
+	for _, tt := range tests {
+		sv := &Supervisor{state: status.InstanceRunning}
+		sv.installed.Set(true, "Installed", "", now)
+		sv.mu.Lock()
+		sv.refreshReadyLocked(tt.cs, now)
+		sv.mu.Unlock()
+		if sv.ready.True() != tt.want || sv.ready.Message != tt.msg {
+			t.Errorf("%s: ready %v %q, want %v %q", tt.name, sv.ready.True(), sv.ready.Message, tt.want, tt.msg)
 		}
 	}
 }

@@ -532,7 +532,7 @@ func (sv *Supervisor) appendCurrent(dst []*container.Container) []*container.Con
 }
 
 // updateReady recomputes the instance ready condition: installed and every
-// container ready.
+// container ready, but those with affects_readiness: false.
 func (sv *Supervisor) updateReady() {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
@@ -568,7 +568,7 @@ func (sv *Supervisor) refreshReadyLocked(cs []status.Container, now time.Time) {
 	}
 	var notReady []string
 	for _, st := range cs {
-		if !st.Ready.True() && !succeeded(st) {
+		if st.AffectsReadiness && !st.Ready.True() && !succeeded(st) {
 			msg := st.Ready.Message
 			if msg == "" {
 				msg = string(st.Ready.Reason)
