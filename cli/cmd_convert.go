@@ -42,7 +42,7 @@ func convertCommand() *cli.Command {
 			if err != nil {
 				return fail(2, "%v", err)
 			}
-			res, err := convert.Convert(data, filepath.Base(path), c.String("from"))
+			res, err := convert.Convert(data, filepath.Base(path), c.String("from"), os.Environ())
 			if err != nil {
 				return convertFailure(path, err)
 			}

@@ -10,7 +10,7 @@ import (
 // convertError converts data and returns the converter's error text ("" for none).
 func convertError(t *testing.T, data, name string) string {
 	t.Helper()
-	_, err := Convert([]byte(data), name, Auto)
+	_, err := Convert([]byte(data), name, Auto, testEnviron)
 	var ce *Error
 	if err != nil && !errors.As(err, &ce) {
 		t.Fatalf("convert %s: %v, want *Error", name, err)
@@ -59,22 +59,55 @@ func TestConvertBounds(t *testing.T) {
 	}
 }
 
-// supervisord expands %(ENV_X)s from its environment; tend's command gets $X, which it
-// expands from the process's environment, in a form that validates.
-func TestSupervisordEnvExpansion(t *testing.T) {
-	tests := []struct{ command, want string }{
-		{`/bin/sh -c "echo %(ENV_HOME)s"`, `/bin/sh -c "echo $HOME"`},
-		{`./app --home=%(ENV_HOME)s/x`, `./app --home=$HOME/x`},
-		{`./app %(ENV_HOME)sdir`, `./app ${{HOME}}dir`},
-		{`./app %(ENV_A)s%(process_num)d`, `./app ${{A}}0`},
-		{`/bin/sh -c 'cd %(ENV_HOME)s && ls'`, `/bin/sh -c 'cd '"$HOME"' && ls'`},
-		{`/bin/sh -c "it's %(ENV_HOME)s"`, `/bin/sh -c "it's $HOME"`},
+// supervisord expands %(ENV_X)s, %(here)s and %(program_name)s in every value when it
+// reads its file; so does the conversion, from tend's environment (testEnviron), each
+// expansion a warning, an unset variable an error naming it.
+func TestSupervisordExpansion(t *testing.T) {
+	tests := []struct {
+		name, key, field, want, warning string
+	}{
+		{"ENV in a command", `command=/bin/sh -c "echo %(ENV_HOME)s"`, "command", `/bin/sh -c "echo /home/test"`,
+			"[program:a].command: %(ENV_HOME)s expanded from tend's environment as the file was read ($HOME, 10 characters)"},
+		{"ENV glued to a word", `command=./app %(ENV_HOME)sdir`, "command", `./app /home/testdir`, "%(ENV_HOME)s expanded"},
+		{"ENV in single quotes", `command=/bin/sh -c 'cd %(ENV_HOME)s && ls'`, "command", `/bin/sh -c 'cd /home/test && ls'`, "%(ENV_HOME)s expanded"},
+		{"ENV in directory", `directory=%(ENV_HOME)s/app`, "working_dir", `/home/test/app`,
+			"[program:a].directory: %(ENV_HOME)s expanded from tend's environment"},
+		{"ENV in environment", `environment=G="%(ENV_USER)s says hi",H=x`, "env", `G=test says hi H=x`,
+			"[program:a].environment: %(ENV_USER)s expanded from tend's environment as the file was read ($USER, 4 characters)"},
+		{"here", `directory=%(here)s/data`, "working_dir", `{BSCONFIG_IDIR}/data`,
+			"[program:a].directory: %(here)s expanded: {BSCONFIG_IDIR} (the file's directory)"},
+		{"program_name", `command=/usr/bin/%(program_name)s --name %(program_name)s`, "command", `/usr/bin/a --name a`,
+			"[program:a].command: %(program_name)s expanded: a"},
+		{"braces of a value stay literal", `environment=J="%(ENV_HOME)s{x}"`, "env", `J=/home/test{{x}}`, "%(ENV_HOME)s expanded"},
 	}
 	for _, tt := range tests {
-		res := mustConvert(t, []byte("[program:a]\ncommand="+tt.command+"\n"), "x.conf", Auto)
-		if got := res.Spec.Containers[0].Command.String; got != tt.want {
-			t.Errorf("command=%s: %s, want %s", tt.command, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			conf := "[program:a]\ncommand=true\n" + tt.key + "\n"
+			if strings.HasPrefix(tt.key, "command=") {
+				conf = "[program:a]\n" + tt.key + "\n"
+			}
+			res := mustConvert(t, []byte(conf), "x.conf", Auto)
+			ct := res.Spec.Containers[0]
+			got := map[string]string{"command": ct.Command.String, "working_dir": ct.WorkingDir, "user": ct.User}[tt.field]
+			if tt.field == "env" {
+				var kv []string
+				for _, e := range ct.Env {
+					kv = append(kv, e.Name+"="+e.Value)
+				}
+				got = strings.Join(kv, " ")
+			}
+			if got != tt.want {
+				t.Errorf("%s: %q, want %q", tt.field, got, tt.want)
+			}
+			if !strings.Contains(warningText(res), tt.warning) {
+				t.Errorf("warnings lack %q:\n%s", tt.warning, warningText(res))
+			}
+		})
+	}
+	// An unset variable is an error naming it, at its line.
+	_, err := Convert([]byte("[program:a]\ncommand=true\ndirectory=%(ENV_NOPE_X)s\n"), "x.conf", Auto, testEnviron)
+	if err == nil || !strings.Contains(err.Error(), "[program:a].directory: %(ENV_NOPE_X)s: NOPE_X is not set in tend's environment") {
+		t.Errorf("unset ENV_NOPE_X: %v", err)
 	}
 }
 

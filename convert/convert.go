@@ -80,9 +80,11 @@ func (e *Error) Error() string {
 }
 
 // Convert converts data, the content of a spec file, from format (Auto: detected by
-// its shape, see Detect; name is the file's name, a hint for Procfiles). A tend spec
-// comes back with Spec nil. Input the converter cannot read is an *Error.
-func Convert(data []byte, name, format string) (*Result, error) {
+// its shape, see Detect; name is the file's name, a hint for Procfiles). environ is
+// tend's environment (os.Environ()): what supervisord's %(ENV_X)s expands from, as
+// supervisord does when it reads its file. A tend spec comes back with Spec nil.
+// Input the converter cannot read is an *Error.
+func Convert(data []byte, name, format string, environ []string) (*Result, error) {
 	if format == Auto || format == "" {
 		format = Detect(data, name)
 	}
@@ -99,6 +101,12 @@ func Convert(data []byte, name, format string) (*Result, error) {
 		comments: map[string][]string{},
 		mapped:   map[string]bool{},
 		warned:   map[Warning]bool{},
+		environ:  map[string]string{},
+	}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			c.environ[k] = v // a later duplicate wins, as in os/exec
+		}
 	}
 	f(data, c)
 	if len(c.errs) > 0 {
@@ -122,6 +130,7 @@ type conv struct {
 	mapped   map[string]bool
 	warned   map[Warning]bool // c.warnings as a set
 	full     bool             // maxContainers reached, said once
+	environ  map[string]string
 }
 
 // maxContainers bounds the containers of a converted spec (numprocs copies and

@@ -33,12 +33,15 @@ func readExample(t *testing.T, name string) []byte {
 	return data
 }
 
+// testEnviron is tend's environment in these tests: supervisord's %(ENV_X)s reads it.
+var testEnviron = []string{"HOME=/home/test", "USER=test"}
+
 // mustConvert converts a fixture and checks that what it prints is a valid tend spec
 // (as `tend convert` then `tend validate` would find it): every fixture of these tests
 // that converts must also validate.
 func mustConvert(t *testing.T, data []byte, name, format string) *Result {
 	t.Helper()
-	res, err := Convert(data, name, format)
+	res, err := Convert(data, name, format, testEnviron)
 	if err != nil {
 		t.Fatalf("convert %s: %v", name, err)
 	}
@@ -52,7 +55,7 @@ func mustConvert(t *testing.T, data []byte, name, format string) *Result {
 // purpose (why says what is missing): the fixtures exempt from the validation.
 func convertOnly(t *testing.T, data []byte, name, why string) *Result {
 	t.Helper()
-	res, err := Convert(data, name, Auto)
+	res, err := Convert(data, name, Auto, testEnviron)
 	if err != nil {
 		t.Fatalf("convert %s: %v", name, err)
 	}

@@ -89,7 +89,7 @@ func TestSupervisordMapping(t *testing.T) {
 		t.Errorf("names %v", got)
 	}
 	app := s.Containers[0]
-	if want := "./app --dir {BSCONFIG_IDIR} --host {BSCONFIG_IHOST} --home $HOME {{x}}"; app.Command.String != want {
+	if want := "./app --dir {BSCONFIG_IDIR} --host {BSCONFIG_IHOST} --home /home/test {{x}}"; app.Command.String != want {
 		t.Errorf("command %q, want %q", app.Command.String, want)
 	}
 	if app.Log == nil || app.Log.File != "logs/app_1.log" || app.Log.MaxSizeMb.Get() != 50 || app.Log.MaxFiles.Get() != 3 {
@@ -220,7 +220,7 @@ func TestProcessComposeDependsOnAndLogLine(t *testing.T) {
 		{"processes:\n  a:\n    command: x\n    ready_log_line: up\n    readiness_probe: {exec: {command: x}}\n", "processes.a.ready_log_line: ready_log_line and readiness_probe exclude each other"},
 		{"processes:\n  a: {command: x, availability: {restart: always, max_restarts: -1}}\n", "processes.a.availability.max_restarts: must not be negative"},
 	} {
-		_, err := Convert([]byte(tc.yml), "pc.yaml", Auto)
+		_, err := Convert([]byte(tc.yml), "pc.yaml", Auto, testEnviron)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.yml, err, tc.want)
 		}
@@ -326,6 +326,27 @@ func TestPodAgentMapping(t *testing.T) {
 	w := ls.Containers[0]
 	if w.Command.String != "awk '{print $1}' f" || w.ReadinessProbe.TCPSocket.Port != "8080" || w.TargetState != spec.TargetRemoved {
 		t.Errorf("braces are literal in pod_agent; got %+v", w)
+	}
+}
+
+// Heroku runs a Procfile's release line once, before the other processes: an init
+// container, with a warning; foreman's ports count the processes that stay up.
+func TestProcfileRelease(t *testing.T) {
+	res := mustConvert(t, []byte("web: ./server\nrelease: ./migrate --yes\nworker: ./work\n"), "Procfile", Auto)
+	s := res.Spec
+	if got := names(s); !reflect.DeepEqual(got, []string{"web", "worker"}) {
+		t.Fatalf("containers %v, want web and worker", got)
+	}
+	if len(s.InitContainers) != 1 || s.InitContainers[0].Name != "release" ||
+		!reflect.DeepEqual(s.InitContainers[0].Command.List, []string{"sh", "-c", "./migrate --yes"}) {
+		t.Fatalf("init containers %+v, want release", s.InitContainers)
+	}
+	want := "release: an init container: it runs once, before the other processes start (Heroku's release phase)"
+	if !strings.Contains(warningText(res), want) {
+		t.Errorf("warnings lack %q:\n%s", want, warningText(res))
+	}
+	if s.Containers[1].Env[0].Value != "5100" {
+		t.Errorf("worker's PORT %q, want 5100", s.Containers[1].Env[0].Value)
 	}
 }
 

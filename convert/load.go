@@ -20,7 +20,7 @@ func Load(path, format string, opts spec.Options) (*spec.Spec, *Result, error) {
 		return nil, nil, err
 	}
 	auto := format == Auto || format == ""
-	res, err := Convert(data, filepath.Base(path), format)
+	res, err := Convert(data, filepath.Base(path), format, opts.Environ)
 	if err != nil {
 		return nil, nil, fileError(path, err)
 	}

@@ -14,8 +14,13 @@ const (
 	foremanPortStep = 100
 )
 
+// herokuRelease is the process type Heroku runs once, before the others start, on
+// each release (its release phase): never a process that stays up.
+const herokuRelease = "release"
+
 // procfile converts a Procfile: each `name: command` line is a container that
-// restarts always, its command run through sh -c as foreman does.
+// restarts always, its command run through sh -c as foreman does; the release line
+// is an init container, run once before them.
 func procfile(data []byte, c *conv) {
 	for i, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimRight(line, "\r")
@@ -29,6 +34,17 @@ func procfile(data []byte, c *conv) {
 			continue
 		}
 		src := Source{Path: m[1], Line: n}
+		if m[1] == herokuRelease && !c.hasInit(herokuRelease) {
+			p := fmt.Sprintf("init_containers[%d]", len(c.s.InitContainers))
+			c.s.InitContainers = append(c.s.InitContainers, spec.InitContainer{
+				Name:    m[1],
+				Command: shell("sh", "-c", strings.TrimSpace(m[2])),
+			})
+			c.from(p+".name", src)
+			c.from(p+".command", src)
+			c.approx(p, src, "an init container: it runs once, before the other processes start (Heroku's release phase), not as a process that restarts")
+			continue
+		}
 		idx, ok := c.addContainer(src)
 		if !ok {
 			return
@@ -46,4 +62,14 @@ func procfile(data []byte, c *conv) {
 		c.from(p+".command", src)
 		c.note(p+".env", "PORT as foreman sets it: 5000 + 100 for each process type before it")
 	}
+}
+
+// hasInit tells whether the spec has an init container named name.
+func (c *conv) hasInit(name string) bool {
+	for _, ic := range c.s.InitContainers {
+		if ic.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -139,7 +139,10 @@ func (c *conv) svProgram(sec *iniSection, program string) {
 		p := containerPath(i)
 		ct := &c.s.Containers[i]
 		c.from(p, sec.src())
-		ct.Name = x.plain(processName, sec.src(), p)
+		ct.Name = program
+		if processName != "%(program_name)s" {
+			ct.Name = x.plain(processName, sec.src(), p)
+		}
 		c.from(p+".name", sec.src())
 		c.svKeys(sec, ct, p, x)
 	}
@@ -429,26 +432,15 @@ type svExpander struct {
 	vars map[string]any
 }
 
-// command expands for a command: ENV_X becomes $X (see envRef), here and
-// host_node_name become tend's variables.
+// command expands for a command: here and host_node_name become tend's variables.
 func (x svExpander) command(v string, src Source, path string) string {
-	return x.expand(v, src, path, func(name string, start, end int) (string, bool) {
-		switch {
-		case strings.HasPrefix(name, "ENV_"):
-			return envRef(v, start, end, name[4:]), true
-		case name == "here":
-			return "{BSCONFIG_IDIR}", true
-		case name == "host_node_name":
-			return "{BSCONFIG_IHOST}", true
-		}
-		return "", false
-	})
+	return x.subst(v, src, path)
 }
 
-// subst expands for a field with {VAR} substitution but no $VAR (env values,
-// working_dir).
+// subst expands for a field with {VAR} substitution (commands, env values,
+// working_dir, user).
 func (x svExpander) subst(v string, src Source, path string) string {
-	return x.expand(v, src, path, func(name string, _, _ int) (string, bool) {
+	return x.expand(v, src, path, func(name string) (string, bool) {
 		switch name {
 		case "here":
 			return "{BSCONFIG_IDIR}", true
@@ -461,7 +453,7 @@ func (x svExpander) subst(v string, src Source, path string) string {
 
 // plain expands for a field without substitution (names, log files).
 func (x svExpander) plain(v string, src Source, path string) string {
-	out := x.expand(v, src, path, func(name string, _, _ int) (string, bool) {
+	out := x.expand(v, src, path, func(name string) (string, bool) {
 		if name == "here" {
 			return ".", true // relative paths are relative to instance.dir, the file's directory
 		}
@@ -470,10 +462,12 @@ func (x svExpander) plain(v string, src Source, path string) string {
 	return strings.NewReplacer("{{", "{", "}}", "}").Replace(out)
 }
 
-// expand replaces %(name)s; tendVar gives what a name becomes in tend terms. Literal
-// text has its braces escaped. An expression tend cannot reproduce is left as it is
-// with a warning.
-func (x svExpander) expand(v string, src Source, path string, tendVar func(name string, start, end int) (string, bool)) string {
+// expand replaces %(name)s as supervisord does when it reads its file: ENV_X from
+// tend's environment (unset: an error naming it), the program's own names, and what
+// tendVar says a name becomes in tend terms. ENV_X, here and program_name each say
+// so in a warning. Literal text has its braces escaped. An expression tend cannot
+// reproduce is left as it is with a warning.
+func (x svExpander) expand(v string, src Source, path string, tendVar func(name string) (string, bool)) string {
 	var b strings.Builder
 	last := 0
 	for _, m := range svExpansionRe().FindAllStringSubmatchIndex(v, -1) {
@@ -484,11 +478,29 @@ func (x svExpander) expand(v string, src Source, path string, tendVar func(name 
 			continue
 		}
 		name, flags, verb := v[m[2]:m[3]], v[m[4]:m[5]], v[m[6]:m[7]]
-		if val, ok := x.vars[name]; ok {
+		expr := v[m[0]:m[1]]
+		if env, ok := strings.CutPrefix(name, "ENV_"); ok {
+			val, set := x.c.environ[env]
+			if !set {
+				x.c.errorf(src, "%s: %s is not set in tend's environment (supervisord expands it when it reads the file; so does tend)", expr, env)
+				continue
+			}
+			x.c.warn(path, src, fmt.Sprintf("%s expanded from tend's environment as the file was read ($%s, %d characters)", expr, env, len(val)))
 			b.WriteString(literal(fmt.Sprintf("%"+flags+map[string]string{"s": "v", "d": "d"}[verb], val)))
 			continue
 		}
-		if t, ok := tendVar(name, m[0], m[1]); ok {
+		if val, ok := x.vars[name]; ok {
+			text := fmt.Sprintf("%"+flags+map[string]string{"s": "v", "d": "d"}[verb], val)
+			if name == "program_name" {
+				x.c.warn(path, src, fmt.Sprintf("%s expanded: %s", expr, text))
+			}
+			b.WriteString(literal(text))
+			continue
+		}
+		if t, ok := tendVar(name); ok {
+			if name == "here" {
+				x.c.warn(path, src, fmt.Sprintf("%s expanded: %s (the file's directory)", expr, t))
+			}
 			b.WriteString(t)
 			continue
 		}
@@ -497,48 +509,4 @@ func (x svExpander) expand(v string, src Source, path string, tendVar func(name 
 	}
 	b.WriteString(literal(v[last:]))
 	return b.String()
-}
-
-// envRef is what %(ENV_X)s at v[start:end] of a command becomes: $X, which tend
-// expands from the process's environment when it splits the command, as supervisord
-// put its own environment's X there (the process's is tend's, then the spec's env).
-// ${{X}} (${X} once {VAR} substitution is done) where a name character follows.
-// Inside single quotes, where nothing expands, the quote is closed around it
-// ('"$X"'), so that a command such as sh -c '... %(ENV_X)s' gets the value too.
-func envRef(v string, start, end int, name string) string {
-	ref := "$" + name
-	if end < len(v) && (isNameChar(v[end]) || v[end] == '%') {
-		ref = "${{" + name + "}}"
-	}
-	if inSingleQuotes(v[:start]) {
-		return `'"` + ref + `"'`
-	}
-	return ref
-}
-
-func isNameChar(b byte) bool {
-	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
-}
-
-// inSingleQuotes tells whether a POSIX shell word list that begins with prefix is
-// inside single quotes at its end.
-func inSingleQuotes(prefix string) bool {
-	var quote byte
-	for i := 0; i < len(prefix); i++ {
-		switch ch := prefix[i]; {
-		case quote == '\'':
-			if ch == '\'' {
-				quote = 0
-			}
-		case ch == '\\':
-			i++ // the next character is quoted, in double quotes too (\" and \\)
-		case quote == '"':
-			if ch == '"' {
-				quote = 0
-			}
-		case ch == '\'' || ch == '"':
-			quote = ch
-		}
-	}
-	return quote == '\''
 }
