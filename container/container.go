@@ -27,8 +27,10 @@ type Config struct {
 	Spec *spec.Container
 	Env  []string
 	Dir  string
-	// LogFile is the absolute path of log.file ("" for none).
+	// LogFile is the absolute path of log.file ("" for none), LogRoot the directory
+	// it is resolved beneath (instance.dir).
 	LogFile string
+	LogRoot string
 	Stdout  *output.Console
 	Stderr  *output.Console
 	// Logs keeps the output for reading (GET /v1/logs); nil: not kept.
@@ -136,7 +138,7 @@ func New(cfg Config) (*Container, error) {
 	c.histories.Store(&h)
 	c.spec.Store(cfg.Spec)
 	if l := cfg.Spec.Log; l != nil && cfg.LogFile != "" {
-		f, err := output.OpenLog(cfg.LogFile, l.MaxSizeMb.Get(), l.MaxFiles.Get())
+		f, err := output.OpenLog(cfg.LogRoot, cfg.LogFile, l.MaxSizeMb.Get(), l.MaxFiles.Get())
 		if err != nil {
 			return nil, err
 		}

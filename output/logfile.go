@@ -13,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/tend-sh/tend/internal/beneath"
 )
 
 // LogFile is a container's log.file with size rotation. Before a write would take the
@@ -27,11 +29,11 @@ import (
 // warning and shows in Err (the container's log_error), the first write that works
 // again logs that it recovered. A LogFile is safe for concurrent use.
 //
-// A container's user may own the log's directory, and tend writes as root: every
-// file of the log is opened, renamed and removed relative to the directory opened
-// once (openat and friends), by a name of one component, without following a
-// symlink (O_NOFOLLOW; unlink and rename never follow one). A name of one component
-// cannot leave the directory, so openat2's RESOLVE_BENEATH would add nothing. A
+// A container's user may own the log's directory, and tend writes as root: the
+// directory is made and opened once beneath instance.dir (internal/beneath), and
+// every file of the log is opened, renamed and removed relative to it (openat and
+// friends), by a name of one component, without following a symlink (O_NOFOLLOW;
+// unlink and rename never follow one): such a name cannot leave the directory. A
 // symlink, FIFO, device or hard link put in place of the log file is refused: that
 // is log_error, and lines still reach stdout.
 type LogFile struct {
@@ -56,20 +58,19 @@ type LogFile struct {
 const backupTimeFormat = "2006-01-02T15-04-05.000"
 
 // OpenLog opens path for appending (parent directories created, files mode 0644) with
-// rotation at maxSizeMB, keeping maxFiles rotated files. Only a directory that cannot
-// be made or opened is an error: a log file that cannot be opened is Err, and each
-// write tries again.
-func OpenLog(path string, maxSizeMB, maxFiles int) (*LogFile, error) {
+// rotation at maxSizeMB, keeping maxFiles rotated files. The directory is made and
+// opened beneath root (instance.dir; "" for none) when it is there: a symlink on the
+// way that leads out of root is an error naming it (internal/beneath). Only a
+// directory that cannot be made or opened is an error: a log file that cannot be
+// opened is Err, and each write tries again.
+func OpenLog(root, path string, maxSizeMB, maxFiles int) (*LogFile, error) {
 	if maxSizeMB < 1 {
 		return nil, fmt.Errorf("open log %s: max size must be at least 1 MB, got %d", path, maxSizeMB)
 	}
 	if maxFiles < 0 {
 		return nil, fmt.Errorf("open log %s: max files must not be negative, got %d", path, maxFiles)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("open log %s: %w", path, err)
-	}
-	dir, err := os.OpenFile(filepath.Dir(path), os.O_RDONLY|unix.O_DIRECTORY, 0)
+	dir, err := beneath.MkdirAll(root, filepath.Dir(path), 0o755)
 	if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", path, err)
 	}

@@ -35,7 +35,7 @@ func writeLog(log io.Writer, megabytes int) {
 
 func TestOutputOpenLogRotates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "logs", "nested", "web.log")
-	log, err := OpenLog(path, 1, 2)
+	log, err := OpenLog("", path, 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func dirBytes(dir string) (int64, int) {
 func TestOutputOpenLogBoundedUnderFastWriter(t *testing.T) {
 	dir := t.TempDir()
 	const maxFiles = 3
-	log, err := OpenLog(filepath.Join(dir, "web.log"), 1, maxFiles)
+	log, err := OpenLog("", filepath.Join(dir, "web.log"), 1, maxFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestOutputOpenLogRemovesExtrasAtStart(t *testing.T) {
 	}
 	other := filepath.Join(dir, "web-notes.log")
 	os.WriteFile(other, nil, 0o644)
-	log, err := OpenLog(filepath.Join(dir, "web.log"), 1, 2)
+	log, err := OpenLog("", filepath.Join(dir, "web.log"), 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestOutputOpenLogRemovesExtrasAtStart(t *testing.T) {
 // A log file that cannot be written is reported once when it starts failing, shown by
 // Err, and the writes go on failing without another warning.
 func TestOutputLogFileReportsWriteErrors(t *testing.T) {
-	log, err := OpenLog("/dev/full", 1, 1) // every write: ENOSPC
+	log, err := OpenLog("", "/dev/full", 1, 1) // every write: ENOSPC
 	if err != nil {
 		t.Skipf("no /dev/full: %v", err)
 	}
@@ -153,7 +153,7 @@ func TestOutputLogFileReportsWriteErrors(t *testing.T) {
 
 func TestOutputOpenLogKeepsNoBackupsWithMaxFilesZero(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "web.log")
-	log, err := OpenLog(path, 1, 0)
+	log, err := OpenLog("", path, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestOutputOpenLogKeepsNoBackupsWithMaxFilesZero(t *testing.T) {
 func TestOutputOpenLogAppendsToExistingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "web.log")
 	for _, text := range []string{"first\n", "second\n"} {
-		log, err := OpenLog(path, 1, 1)
+		log, err := OpenLog("", path, 1, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -149,7 +149,7 @@ func TestOutputOldLogFileRotates(t *testing.T) {
 	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	log, err := OpenLog(path, 1, 2)
+	log, err := OpenLog("", path, 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

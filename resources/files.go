@@ -3,12 +3,14 @@ package resources
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tend-sh/tend/internal/beneath"
 	"github.com/tend-sh/tend/spec"
 )
 
@@ -20,6 +22,7 @@ const maxFromFile = 16 << 20
 // Data may be a secret (from_file): it is never logged, and errors never quote it.
 type FileData struct {
 	Field string // "files[N]", for messages
+	Root  string // instance.dir: a Path beneath it is resolved beneath it
 	Path  string // absolute
 	Data  []byte
 	Mode  os.FileMode
@@ -32,11 +35,11 @@ type FileData struct {
 func ReadFiles(s *spec.Spec) ([]FileData, error) {
 	var out []FileData
 	for i, f := range s.Files {
-		fd := FileData{Field: fmt.Sprintf("files[%d]", i), Path: s.FilePath(f), Mode: f.Perm()}
+		fd := FileData{Field: fmt.Sprintf("files[%d]", i), Root: s.Instance.Dir, Path: s.FilePath(f), Mode: f.Perm()}
 		if f.Content.IsSet() {
 			fd.Data = []byte(f.Content.Get())
 		} else {
-			data, err := readFromFile(s.FromFilePath(f))
+			data, err := readFromFile(s.Instance.Dir, s.FromFilePath(f))
 			if err != nil {
 				return nil, fmt.Errorf("%s.from_file: %w", fd.Field, err)
 			}
@@ -47,9 +50,16 @@ func ReadFiles(s *spec.Spec) ([]FileData, error) {
 	return out, nil
 }
 
-// readFromFile reads a regular file of at most maxFromFile bytes.
-func readFromFile(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
+// readFromFile reads a regular file of at most maxFromFile bytes, resolved beneath
+// root (instance.dir) when it is there. It opens without blocking (a FIFO) and judges
+// the opened file. Errors name the path, never the content.
+func readFromFile(root, path string) ([]byte, error) {
+	f, err := beneath.OpenFile(root, path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +69,11 @@ func readFromFile(path string) ([]byte, error) {
 	if fi.Size() > maxFromFile {
 		return nil, fmt.Errorf("%s is larger than %d MiB", path, maxFromFile>>20)
 	}
-	return os.ReadFile(path)
+	data, err := io.ReadAll(io.LimitReader(f, maxFromFile+1))
+	if err == nil && len(data) > maxFromFile {
+		err = fmt.Errorf("%s is larger than %d MiB", path, maxFromFile>>20)
+	}
+	return data, err
 }
 
 // WriteFiles writes every file atomically (WriteFile), owned by id's user and group
@@ -75,17 +89,15 @@ func WriteFiles(files []FileData, id *spec.Identity) error {
 
 // WriteFile writes f through a temporary file in the same directory (fsynced, then
 // renamed over the target), creating missing parent directories. The directory may
-// belong to a container's user, who could put a symlink at any name in it: the
-// directory is opened once and everything happens relative to it, the temporary
+// belong to a container's user, who could put a symlink at any name in it or above
+// it: the directory is made and opened beneath f.Root (a symlink leading out of it
+// is an error naming the path) and everything happens relative to it, the temporary
 // file is created with O_EXCL|O_NOFOLLOW, its mode and owner are set on the open
 // file, and renameat replaces whatever is at the final name (a symlink included)
 // without following it.
 func WriteFile(f FileData, id *spec.Identity) error {
 	dir, name := filepath.Split(f.Path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
+	d, err := beneath.MkdirAll(f.Root, dir, 0o755)
 	if err != nil {
 		return err
 	}

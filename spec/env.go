@@ -124,8 +124,10 @@ func (s *Spec) envWith(pre [][2]string, own []EnvVar) []string {
 // starting with # are skipped; "export " before a key is allowed; a value wrapped in
 // matching single quotes is literal, one in double quotes (or bare) expands $VAR and
 // ${VAR} from the keys assigned so far (the base env and earlier lines and files).
-func readEnvFile(path string, e *envList) error {
-	data, err := readSmallFile(path)
+//
+// The file may be a secret: errors name the file and the line, never its text.
+func readEnvFile(root, path string, e *envList) error {
+	data, err := readSmallFile(root, path)
 	if err != nil {
 		return err
 	}
@@ -140,10 +142,10 @@ func readEnvFile(path string, e *envList) error {
 		key, value, ok := strings.Cut(line, "=")
 		key = strings.TrimSpace(key)
 		if !ok {
-			return fmt.Errorf("%s:%d: want KEY=VALUE, got %q", path, lineNo, line)
+			return fmt.Errorf("%s:%d: want KEY=VALUE", path, lineNo)
 		}
 		if !validEnvName(key) {
-			return fmt.Errorf("%s:%d: invalid variable name %q", path, lineNo, key)
+			return fmt.Errorf("%s:%d: invalid variable name", path, lineNo)
 		}
 		value = strings.TrimSpace(value)
 		if len(value) >= 2 && value[0] == '\'' && value[len(value)-1] == '\'' {
@@ -185,8 +187,8 @@ func expandEnv(s string, lookup func(string) (string, bool)) string {
 }
 
 // readSecret reads a value_from file: its content without one trailing newline.
-func readSecret(path string) (string, error) {
-	data, err := readSmallFile(path)
+func readSecret(root, path string) (string, error) {
+	data, err := readSmallFile(root, path)
 	if err != nil {
 		return "", err
 	}
@@ -196,8 +198,8 @@ func readSecret(path string) (string, error) {
 
 // readSmallFile reads a regular file of at most maxSideFile bytes (openRegular: a
 // FIFO or device is refused without blocking).
-func readSmallFile(path string) ([]byte, error) {
-	f, _, err := openRegular(path, "a file")
+func readSmallFile(root, path string) ([]byte, error) {
+	f, _, err := openRegular(root, path, "a file")
 	var pe *os.PathError
 	switch {
 	case errors.As(err, &pe):

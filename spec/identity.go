@@ -371,7 +371,7 @@ func (r *idResolver) readFiles() {
 			}
 		}},
 	} {
-		data, err := readSmallFile(f.path)
+		data, err := readSmallFile("", f.path)
 		if err != nil {
 			if !os.IsNotExist(err) && r.err == nil {
 				r.err = err

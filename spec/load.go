@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/tend-sh/tend/internal/beneath"
 )
 
 // MaxFileSize bounds a spec file; a bigger one is rejected before it is read. A real
@@ -121,7 +123,7 @@ func resolve(s *Spec, opts Options, specDir string, c *collector) {
 		if f == "" {
 			continue // reported by the checker
 		}
-		if err := readEnvFile(s.WorkDir(f), e); err != nil {
+		if err := readEnvFile(s.Instance.Dir, s.WorkDir(f), e); err != nil {
 			c.addf(index("env_files", i), "%v", err)
 		}
 	}
@@ -146,7 +148,7 @@ func readSecrets(s *Spec, path string, vars []EnvVar, c *collector) {
 		if v.ValueFrom == nil || v.ValueFrom.File == "" {
 			continue
 		}
-		secret, err := readSecret(s.WorkDir(v.ValueFrom.File))
+		secret, err := readSecret(s.Instance.Dir, s.WorkDir(v.ValueFrom.File))
 		if err != nil {
 			c.addf(join(index(path, i), "value_from.file"), "cannot read the secret: %v", err)
 			continue
@@ -159,7 +161,7 @@ func readSecrets(s *Spec, path string, vars []EnvVar, c *collector) {
 // non-regular file, anything over MaxFileSize (without reading it), an empty file,
 // binary data and text that is not UTF-8.
 func readSpecFile(path string) ([]byte, error) {
-	f, size, err := openRegular(path, "a spec file")
+	f, size, err := openRegular("", path, "a spec file")
 	if err != nil {
 		return nil, unwrapPath(err)
 	}
@@ -184,8 +186,10 @@ func readSpecFile(path string) ([]byte, error) {
 // It opens with O_NONBLOCK, so that a FIFO with no writer does not block the open
 // (nor a later read) forever, and judges the opened descriptor (fstat), so that a
 // FIFO or device swapped in after a check is refused too. Go adds O_CLOEXEC itself.
-func openRegular(path, what string) (*os.File, int64, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// A path beneath root (instance.dir; "" for none) is resolved beneath it: a
+// symlink there that leads out is an error naming the path (internal/beneath).
+func openRegular(root, path, what string) (*os.File, int64, error) {
+	f, err := beneath.OpenFile(root, path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, 0, err
 	}

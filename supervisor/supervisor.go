@@ -408,6 +408,7 @@ func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container, stoppedByRe
 		Env:     s.ContainerEnv(cs),
 		Dir:     s.WorkDir(cs.WorkingDir),
 		LogFile: logFile,
+		LogRoot: s.Instance.Dir,
 		Stdout:  sv.stdout,
 		Stderr:  sv.stderr,
 		Logs:    sv.logs.ring(cs.Name, cs.KeepLines()),

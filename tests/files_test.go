@@ -131,7 +131,7 @@ func TestFilesReload(t *testing.T) {
 	bad := []struct{ name, spec, want string }{
 		{"a path out of instance.dir", filesSpec(other, "8080", "  - {path: ../escape, content: x}"), `files[3].path: "../escape" is outside instance.dir`},
 		{"content and from_file", filesSpec(other, "8080", "  - {path: both, content: x, from_file: y}"), "files[3]: has both content and from_file"},
-		{"an unreadable from_file", filesSpec(other, "9090", "  - {path: gone, from_file: "+other+"/nope}"), "files[3].from_file: stat " + other + "/nope"},
+		{"an unreadable from_file", filesSpec(other, "9090", "  - {path: gone, from_file: "+other+"/nope}"), "files[3].from_file: open " + other + "/nope"},
 	}
 	for _, b := range bad {
 		writeSpec(t, tp, b.spec)
@@ -169,7 +169,7 @@ func TestFilesMissingFromFileKeepsNotInstalled(t *testing.T) {
 	tp := start(t, filesSpec(other, "8080", ""))
 	doc := tp.waitStatus(15*time.Second, "installed False, FilesFailing", func(d status.Document) bool {
 		return d.State == status.InstancePreparing && d.Installed.Reason == status.ReasonFilesFailing &&
-			strings.Contains(d.Installed.Message, "files[1].from_file: stat "+other+"/secret-src")
+			strings.Contains(d.Installed.Message, "files[1].from_file: open "+other+"/secret-src")
 	})
 	if _, err := os.Stat(filepath.Join(tp.dir, "init-saw")); err == nil {
 		t.Errorf("the init container ran; installed = %+v", doc.Installed)
