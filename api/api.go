@@ -1,6 +1,6 @@
-// Package api serves a supervisor over HTTP: one route table with an access column
-// (routes.go), the status document, health, logs, metrics and the status reports
-// POSTed to --report-url. It knows the supervisor only through Supervisor.
+// Package api serves a supervisor over HTTP: the routes of the table in package
+// route, each with its handler (routes.go), the status document, health, logs,
+// metrics and the status reports POSTed to --report-url. It knows the supervisor only through Supervisor.
 package api
 
 import (

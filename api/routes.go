@@ -8,60 +8,41 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/tend-sh/tend/route"
 )
 
-// access is who may call a route: the access column of the route table. The zero
-// value is the guarded one, so a route written without it is not open by mistake.
-type access int
-
-const (
-	// ownerAccess: a client of a unix socket (mode 0600: tend's own user), or a TCP
-	// client with the bearer token (authorize). Every call that changes something,
-	// and the logs, which may hold secrets.
-	ownerAccess access = iota
-	// openAccess: any client of any listener.
-	openAccess
-)
-
-// route is one endpoint of the API.
-type route struct {
-	pattern string // http.ServeMux's: method and path
-	access  access
-	serve   func(a *Server, w http.ResponseWriter, r *http.Request)
-}
-
-// routes is every endpoint of the API (docs/reference.md "Status API"). The access of each
-// is checked in one place, handler; no route checks it itself.
-var routes = []route{
-	{"GET /v1/status", openAccess, (*Server).serveStatus},
-	{"GET /v1/ready", openAccess, (*Server).serveReady},
-	{"GET /v1/live", openAccess, (*Server).serveLive},
-	{"GET /metrics", openAccess, (*Server).serveMetrics},
-	{"GET /v1/logs", ownerAccess, (*Server).serveLogs},
-	// A read like /v1/status, open like it (docs/reference.md "Status API"): its
-	// events quote no more of what the container said (the start of an HTTP body, an
-	// exec's last output line) than the status document's reasons do.
-	{"GET /v1/containers/{name}", openAccess, (*Server).serveContainer},
-	{"POST /v1/containers/{name}/restart", ownerAccess, do(Restart)},
-	{"POST /v1/containers/{name}/stop", ownerAccess, do(Stop)},
-	{"POST /v1/containers/{name}/start", ownerAccess, do(Start)},
-	{"POST /v1/reload", ownerAccess, do(Reload)},
-	{"POST /v1/shutdown", ownerAccess, do(Shutdown)},
+// handlers serves each route of the table (route.All, docs/reference.md "Status
+// API"); who may call a route is the table's access column, checked in one place,
+// handler: no route checks it itself.
+var handlers = map[route.Route]func(a *Server, w http.ResponseWriter, r *http.Request){
+	route.Status:    (*Server).serveStatus,
+	route.Ready:     (*Server).serveReady,
+	route.Live:      (*Server).serveLive,
+	route.Metrics:   (*Server).serveMetrics,
+	route.Logs:      (*Server).serveLogs,
+	route.Container: (*Server).serveContainer,
+	route.Restart:   do(Restart),
+	route.Stop:      do(Stop),
+	route.Start:     do(Start),
+	route.Reload:    do(Reload),
+	route.Shutdown:  do(Shutdown),
 }
 
 // handler serves the routes on one listener; on a trusted one (a unix socket) the
 // owner routes need no token.
 func (a *Server) handler(trusted bool) http.Handler {
 	mux := http.NewServeMux()
-	for _, rt := range routes {
-		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
-			if rt.access != openAccess && !trusted {
+	for _, rt := range route.All {
+		serve := handlers[rt]
+		mux.HandleFunc(rt.Pattern(), func(w http.ResponseWriter, r *http.Request) {
+			if rt.Access != route.Open && !trusted {
 				if code, msg := a.authorize(r); code != 0 {
 					writeJSON(w, code, map[string]string{"error": msg})
 					return
 				}
 			}
-			rt.serve(a, w, r)
+			serve(a, w, r)
 		})
 	}
 	return mux

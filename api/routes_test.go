@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tend-sh/tend/output"
+	"github.com/tend-sh/tend/route"
 	"github.com/tend-sh/tend/status"
 )
 
@@ -64,14 +65,16 @@ var openRoutes = map[string]bool{"GET /v1/status": true, "GET /v1/ready": true, 
 func TestRouteAccess(t *testing.T) {
 	withToken := serveForTest(t, "s3cret")
 	noToken := serveForTest(t, "")
-	for _, rt := range routes {
-		method, path, _ := strings.Cut(rt.pattern, " ")
-		path = strings.ReplaceAll(path, "{name}", "web")
-		if method != http.MethodGet && rt.access != ownerAccess {
-			t.Errorf("%s changes something but is not an owner route", rt.pattern)
+	for _, rt := range route.All {
+		method, path := rt.Method, rt.URL("web")
+		if method != http.MethodGet && rt.Access != route.Owner {
+			t.Errorf("%s changes something but is not an owner route", rt.Pattern())
 		}
-		if open := rt.access == openAccess; open != openRoutes[rt.pattern] {
-			t.Errorf("%s: open access %v, want %v (openRoutes)", rt.pattern, open, openRoutes[rt.pattern])
+		if open := rt.Access == route.Open; open != openRoutes[rt.Pattern()] {
+			t.Errorf("%s: open access %v, want %v (openRoutes)", rt.Pattern(), open, openRoutes[rt.Pattern()])
+		}
+		if handlers[rt] == nil {
+			t.Errorf("%s has no handler", rt.Pattern())
 		}
 		type call struct {
 			srv        *testServer
@@ -85,7 +88,7 @@ func TestRouteAccess(t *testing.T) {
 			{withToken, true, "", 200, true},
 			{noToken, true, "", 200, true},
 		}
-		if rt.access == ownerAccess {
+		if rt.Access == route.Owner {
 			calls = append(calls, call{withToken, false, "", 403, false}, call{withToken, false, "wrong", 401, false},
 				call{noToken, false, "", 403, false}, call{noToken, false, "s3cret", 403, false})
 		} else {
@@ -94,12 +97,15 @@ func TestRouteAccess(t *testing.T) {
 		for _, c := range calls {
 			before := c.srv.sv.called()
 			if got := c.srv.call(t, c.unix, method, path, c.token); got != c.want {
-				t.Errorf("%s over %s with token %q: %d, want %d", rt.pattern, c.srv.via(c.unix), c.token, got, c.want)
+				t.Errorf("%s over %s with token %q: %d, want %d", rt.Pattern(), c.srv.via(c.unix), c.token, got, c.want)
 			}
 			if reached := c.srv.sv.called() > before; strings.HasPrefix(method, "POST") && reached != c.reachesSup {
-				t.Errorf("%s over %s with token %q: reached the supervisor %v, want %v", rt.pattern, c.srv.via(c.unix), c.token, reached, c.reachesSup)
+				t.Errorf("%s over %s with token %q: reached the supervisor %v, want %v", rt.Pattern(), c.srv.via(c.unix), c.token, reached, c.reachesSup)
 			}
 		}
+	}
+	if len(handlers) != len(route.All) {
+		t.Errorf("%d handlers for the %d routes of route.All", len(handlers), len(route.All))
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tend-sh/tend/route"
 )
 
 // version is main.version, set at build time with -ldflags "-X main.version=..."
@@ -93,11 +95,11 @@ func newApp() *cli.App {
 			statusCommand(),
 			describeCommand(),
 			logsCommand(),
-			controlCommand("restart", "restart containers", true),
-			controlCommand("stop", "stop containers and keep them stopped (target_state removed)", true),
-			controlCommand("start", "start stopped containers (target_state active)", true),
-			controlCommand("reload", "re-read the spec and apply the changes", false),
-			controlCommand("shutdown", "stop the instance and exit", false),
+			controlCommand("restart", "restart containers", route.Restart),
+			controlCommand("stop", "stop containers and keep them stopped (target_state removed)", route.Stop),
+			controlCommand("start", "start stopped containers (target_state active)", route.Start),
+			controlCommand("reload", "re-read the spec and apply the changes", route.Reload),
+			controlCommand("shutdown", "stop the instance and exit", route.Shutdown),
 			{
 				Name:  "version",
 				Usage: "print the version",

@@ -18,6 +18,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tend-sh/tend/route"
 	"github.com/tend-sh/tend/status"
 )
 
@@ -46,7 +47,7 @@ func statusCommand() *cli.Command {
 			if c.Bool("watch") {
 				return watchStatus(api, c.Bool("json"), os.Stdout)
 			}
-			body, err := api.call(http.MethodGet, "/v1/status")
+			body, err := api.call(route.Status, "")
 			if err != nil {
 				return err
 			}
@@ -78,7 +79,7 @@ func watchStatus(api *api, asJSON bool, out *os.File) error {
 	defer tick.Stop()
 	var last []byte
 	for ; ; <-tick.C {
-		body, err := api.call(http.MethodGet, "/v1/status")
+		body, err := api.call(route.Status, "")
 		if err != nil {
 			return err
 		}
@@ -112,7 +113,8 @@ func watchStatus(api *api, asJSON bool, out *os.File) error {
 }
 
 // controlCommand is one of `tend restart|stop|start NAME...`, `tend reload`, `tend shutdown`.
-func controlCommand(name, usage string, takesNames bool) *cli.Command {
+func controlCommand(name, usage string, rt route.Route) *cli.Command {
+	takesNames := rt.PerContainer()
 	argsUsage := ""
 	if takesNames {
 		argsUsage = "NAME..."
@@ -130,7 +132,7 @@ func controlCommand(name, usage string, takesNames bool) *cli.Command {
 				if err := extraArgs(c, 0); err != nil {
 					return err
 				}
-				if _, err := newAPI(c).call(http.MethodPost, "/v1/"+name); err != nil {
+				if _, err := newAPI(c).call(rt, ""); err != nil {
 					return err
 				}
 				fmt.Println(name + ": ok")
@@ -139,19 +141,19 @@ func controlCommand(name, usage string, takesNames bool) *cli.Command {
 			if c.NArg() == 0 {
 				return fail(2, "%s: expected one or more container NAMEs (usage: tend %s NAME...)", name, name)
 			}
-			return controlEach(newAPI(c), name, c.Args().Slice())
+			return controlEach(newAPI(c), name, rt, c.Args().Slice())
 		},
 	}
 }
 
-// controlEach applies verb (restart, stop, start) to each container in order and
-// reports each on its own line, like `docker stop a b`. A container tend refuses
+// controlEach applies verb (restart, stop, start: its route rt) to each container in
+// order and reports each on its own line, like `docker stop a b`. A container tend refuses
 // (unknown, instance stopping) does not keep the rest from their turn; exit 1 if
 // any was refused. Not reaching tend at all ends it at once.
-func controlEach(api *api, verb string, names []string) error {
+func controlEach(api *api, verb string, rt route.Route, names []string) error {
 	refused := false
 	for _, n := range names {
-		_, err := api.call(http.MethodPost, "/v1/containers/"+url.PathEscape(n)+"/"+verb)
+		_, err := api.call(rt, n)
 		var r *refusal
 		switch {
 		case err == nil:
@@ -170,7 +172,7 @@ func controlEach(api *api, verb string, names []string) error {
 }
 
 // api is the running tend that status and the control commands talk to: --listen
-// (or TEND_LISTEN), else ./tend.sock.
+// (or TEND_LISTEN), else ./tend.sock (route.Socket).
 type api struct {
 	addr      string
 	isDefault bool // no --listen or TEND_LISTEN: addr is the default socket
@@ -179,7 +181,7 @@ type api struct {
 	tokenFile string
 }
 
-const defaultSocket = "./tend.sock"
+const defaultSocket = "./" + route.Socket
 
 func newAPI(c *cli.Context) *api {
 	a := &api{addr: "unix:" + defaultSocket, isDefault: true, base: "http://tend", tokenFile: c.String("api-token-file")}
@@ -214,11 +216,11 @@ func (r *refusal) perContainer() bool {
 	return r.status != http.StatusUnauthorized && r.status != http.StatusForbidden
 }
 
-// call sends one API request and returns the body of a 200 answer. Any other answer
-// is a *refusal wrapped in an exit-1 error; not reaching tend is an exit-1 error that
-// says where it looked.
-func (a *api) call(method, path string) ([]byte, error) {
-	req, err := http.NewRequest(method, a.base+path, nil)
+// call sends one API request, rt for the container name (if rt names one), and
+// returns the body of a 200 answer. Any other answer is a *refusal wrapped in an
+// exit-1 error; not reaching tend is an exit-1 error that says where it looked.
+func (a *api) call(rt route.Route, name string) ([]byte, error) {
+	req, err := http.NewRequest(rt.Method, a.base+rt.URL(name), nil)
 	if err != nil {
 		return nil, fail(2, "bad --listen address %q: %v", a.addr, err)
 	}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tend-sh/tend/route"
 	"github.com/tend-sh/tend/status"
 )
 
@@ -31,7 +30,7 @@ func describeCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return fail(2, "describe: expected one container NAME (usage: tend describe NAME)")
 			}
-			body, err := newAPI(c).call(http.MethodGet, "/v1/containers/"+url.PathEscape(c.Args().First()))
+			body, err := newAPI(c).call(route.Container, c.Args().First())
 			if err != nil {
 				return err
 			}

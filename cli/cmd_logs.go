@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tend-sh/tend/route"
 )
 
 // logsCommand is `tend logs [-f] [-n N] [--json] [NAME...]` (README "Logs").
@@ -38,14 +40,14 @@ func logsCommand() *cli.Command {
 			for _, name := range c.Args().Slice() {
 				q.Add("container", name)
 			}
-			return streamLogs(newAPI(c), "/v1/logs?"+q.Encode(), c.Bool("json"), os.Stdout)
+			return streamLogs(newAPI(c), route.Logs.Path+"?"+q.Encode(), c.Bool("json"), os.Stdout)
 		},
 	}
 }
 
 // streamLogs prints the answer line by line as it arrives, until tend ends it.
 func streamLogs(a *api, path string, asJSON bool, out io.Writer) error {
-	req, err := http.NewRequest(http.MethodGet, a.base+path, nil)
+	req, err := http.NewRequest(route.Logs.Method, a.base+path, nil)
 	if err != nil {
 		return fail(2, "bad --listen address %q: %v", a.addr, err)
 	}

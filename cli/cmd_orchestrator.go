@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tend-sh/tend/restart"
+	"github.com/tend-sh/tend/route"
 	"github.com/tend-sh/tend/spec"
 )
 
@@ -35,7 +36,7 @@ const readyTimeout = 5 * time.Second
 // `tend status --ready`. It prints nothing.
 func checkReady(a *api) int {
 	a.client.Timeout = readyTimeout
-	resp, err := a.client.Get(a.base + "/v1/ready")
+	resp, err := a.client.Get(a.base + route.Ready.URL(""))
 	if err != nil {
 		return readyUnreachable
 	}

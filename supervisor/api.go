@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/tend-sh/tend/api"
+	"github.com/tend-sh/tend/route"
 	"github.com/tend-sh/tend/status"
 )
 
@@ -59,7 +60,7 @@ func (sv *Supervisor) Describe(name string) (status.ContainerDetail, error) {
 func (sv *Supervisor) startAPI() (*api.Server, error) {
 	addrs := sv.opts.Listen
 	if len(addrs) == 0 {
-		addrs = []string{"unix:" + filepath.Join(sv.spec.Instance.Dir, "tend.sock")}
+		addrs = []string{"unix:" + filepath.Join(sv.spec.Instance.Dir, route.Socket)}
 	}
 	return api.Serve(sv, api.Config{Listen: addrs, Token: sv.token, Log: sv.log})
 }
