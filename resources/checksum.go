@@ -105,3 +105,35 @@ func VerifyFile(path string, c Checksum) error {
 	}
 	return c.check(h)
 }
+
+// FileDigest is the SHA-256 of the regular file at path, written as a checksum
+// ("SHA256:<hex>"): what tend records of a download whose spec checksum may say
+// nothing (EMPTY:), to know later whether the file is still what was downloaded.
+func FileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	h := sha256.New()
+	if _, err := io.CopyBuffer(h, f, make([]byte, copyBuffer)); err != nil {
+		return "", err
+	}
+	return "SHA256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// digestOf is the digest FileDigest would give a file that was verified against c
+// on download: the checksum itself when it is a SHA-256, else "" (to be computed).
+func digestOf(c Checksum) string {
+	if c.Algo == "SHA256" {
+		return c.String()
+	}
+	return ""
+}

@@ -82,8 +82,33 @@ type kept struct {
 	URLs     []string `json:"urls"`
 	Checksum string   `json:"checksum"`
 	Extract  bool     `json:"extract"`
-	Tree     string   `json:"tree,omitempty"`
-	Used     int64    `json:"used"` // when it was last made active, for eviction
+	// Tree (an extracted directory) or Digest (a file, "SHA256:<hex>") is what the
+	// version held when it was downloaded: it is reused only while it still does,
+	// whatever the spec's checksum says (EMPTY: says nothing).
+	Tree   string `json:"tree,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	Used   int64  `json:"used"` // when it was last made active, for eviction
+}
+
+// intact reports why the version at path no longer holds what was downloaded, or
+// nil when it does. A file kept by a tend that recorded no digest cannot be told
+// from a changed one.
+func (k *kept) intact(path string) error {
+	if k.Extract {
+		tree, err := treeDigest(path)
+		if err == nil && tree != k.Tree {
+			err = errors.New("contents changed on disk")
+		}
+		return err
+	}
+	if k.Digest == "" {
+		return errors.New("no digest was recorded when it was downloaded")
+	}
+	digest, err := FileDigest(path)
+	if err == nil && digest != k.Digest {
+		err = fmt.Errorf("contents changed on disk (%s, downloaded as %s)", digest, k.Digest)
+	}
+	return err
 }
 
 // dynamic is one dynamic resource.
@@ -212,8 +237,8 @@ func sameURLSet(a, b []string) bool {
 }
 
 // reusable finds a kept version with the same url set, checksum and extract whose
-// data is still intact.
-func (r *dynamic) reusable(d spec.DynamicResource) *kept {
+// data is still what was downloaded (kept.intact); log hears of those that are not.
+func (r *dynamic) reusable(d spec.DynamicResource, log func(k *kept, err error)) *kept {
 	order := make([]int, 0, len(r.st.Kept))
 	for i, k := range r.st.Kept { // the active version first: no switch when it fits
 		if r.st.Active != nil && k.Path == r.st.Active.Path {
@@ -227,19 +252,12 @@ func (r *dynamic) reusable(d spec.DynamicResource) *kept {
 		if !sameURLSet(k.URLs, d.URLs) || k.Checksum != d.Checksum || k.Extract != d.Extract {
 			continue
 		}
-		path := filepath.Join(r.storage, k.Path)
-		var err error
-		if k.Extract {
-			var tree string
-			if tree, err = treeDigest(path); err == nil && tree != k.Tree {
-				err = errors.New("contents changed on disk")
-			}
-		} else {
-			err = VerifyFile(path, r.sum)
-		}
+		// The digest was taken of a download that matched k.Checksum, which is d's.
+		err := k.intact(filepath.Join(r.storage, k.Path))
 		if err == nil {
 			return k
 		}
+		log(k, err)
 	}
 	return nil
 }
@@ -264,7 +282,10 @@ func (m *Manager) stageDynamic(ctx context.Context, r *dynamic, d spec.DynamicRe
 	if err := checkDestination(r.dest); err != nil {
 		return version{}, err
 	}
-	if k := r.reusable(d); k != nil {
+	notReused := func(k *kept, err error) {
+		m.opts.Log.Warn().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Str("path", k.Path).Err(err).Msg("a kept version with the same urls is not reused: fetching it again")
+	}
+	if k := r.reusable(d, notReused); k != nil {
 		m.opts.Log.Info().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Str("path", k.Path).Msg("reusing a kept version with the same urls")
 		return version{Revision: d.Revision, Path: k.Path}, nil
 	}
@@ -290,11 +311,23 @@ func (m *Manager) stageDynamic(ctx context.Context, r *dynamic, d spec.DynamicRe
 	if err != nil {
 		return version{}, err
 	}
+	digest := ""
+	if !d.Extract {
+		// One more read of a file just written (from the page cache) unless the
+		// checksum is the digest: the spec's, EMPTY: above all, may not tell a
+		// changed version later.
+		if digest = digestOf(r.sum); digest == "" {
+			if digest, err = FileDigest(staged); err != nil {
+				os.RemoveAll(staged)
+				return version{}, err
+			}
+		}
+	}
 	if err := replace(staged, filepath.Join(r.storage, path)); err != nil {
 		os.RemoveAll(staged)
 		return version{}, err
 	}
-	r.st.Kept = append(r.st.Kept, kept{Path: path, Revision: d.Revision, URLs: d.URLs, Checksum: d.Checksum, Extract: d.Extract, Tree: tree})
+	r.st.Kept = append(r.st.Kept, kept{Path: path, Revision: d.Revision, URLs: d.URLs, Checksum: d.Checksum, Extract: d.Extract, Tree: tree, Digest: digest})
 	if err := r.save(); err != nil {
 		r.st.Kept = r.st.Kept[:len(r.st.Kept)-1]
 		os.RemoveAll(filepath.Join(r.storage, path))

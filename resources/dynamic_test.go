@@ -304,3 +304,59 @@ containers: []
 		t.Errorf("after a restart status = %+v, geo -> %s; want rolled_back to 1", st, linkTarget(t, dir))
 	}
 }
+
+// A kept version is reused only while it still holds what was downloaded: with
+// checksum EMPTY: (the usual DRU spec) a storage_dir/1 changed on disk was reused for
+// a later revision with the same urls. Now it is fetched again, and the same holds
+// for the active version at a restart of tend.
+func TestDynamicTamperedKeptVersionIsFetchedAgain(t *testing.T) {
+	srv := newServer(t)
+	srv.file("/v1", []byte("the real v1\n"))
+	srv.file("/v2", []byte("v2\n"))
+	dir := t.TempDir()
+	ctx := context.Background()
+	m := newManager(t, &syncBuffer{})
+	running := []string{"app"}
+	if err := m.Prepare(ctx, loadSpec(t, dir, geoSpec(srv, 1, "/v1", 3))); err != nil {
+		t.Fatal(err)
+	}
+	m.Reload(ctx, loadSpec(t, dir, geoSpec(srv, 2, "/v2", 3)), running)
+	if got := linkTarget(t, dir); got != "2" {
+		t.Fatalf("geo -> %s, want store/2", got)
+	}
+	// Someone changes the kept version 1 (same size, other bytes).
+	if err := os.WriteFile(filepath.Join(dir, "store", "1"), []byte("the fake v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.Reload(ctx, loadSpec(t, dir, geoSpec(srv, 3, "/v1", 3)), running)
+	if n := srv.count("/v1"); n != 2 {
+		t.Errorf("requests for v1 = %d, want 2 (the changed kept version fetched again)", n)
+	}
+	checkContent(t, filepath.Join(dir, "geo"), []byte("the real v1\n"))
+	if st := dynStatus(m); st.State != StateReady || st.ActiveRevision != 3 {
+		t.Errorf("status = %+v", st)
+	}
+
+	// The active version changed while tend was not running: start-up fetches it again.
+	m.Close()
+	target, err := os.Readlink(filepath.Join(dir, "geo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, []byte("the fake v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m2 := newManager(t, &syncBuffer{})
+	if err := m2.Prepare(ctx, loadSpec(t, dir, geoSpec(srv, 3, "/v1", 3))); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.count("/v1"); n != 3 {
+		t.Errorf("requests for v1 after a restart = %d, want 3", n)
+	}
+	checkContent(t, filepath.Join(dir, "geo"), []byte("the real v1\n"))
+	// An intact kept version is still reused without a request.
+	m2.Reload(ctx, loadSpec(t, dir, geoSpec(srv, 4, "/v2", 3)), running)
+	if n := srv.count("/v2"); n != 1 || linkTarget(t, dir) != "2" {
+		t.Errorf("intact version 2: %d requests, geo -> %s; want 1 and store/2", n, linkTarget(t, dir))
+	}
+}
