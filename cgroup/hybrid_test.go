@@ -176,7 +176,7 @@ func TestHybridSecondTreeIsOff(t *testing.T) {
 	if errs := g.SetLimits(Limits{Memory: 1 << 30}); errs != nil {
 		t.Fatal(errs)
 	}
-	if _, err := lockContainers(filepath.Join(v1, "memory/pod")); err == nil || !strings.Contains(err.Error(), "another tend uses") {
+	if _, err := lockContainers(filepath.Join(v1, "memory/pod"), ""); err == nil || !strings.Contains(err.Error(), "another tend uses") {
 		t.Errorf("lock of v1 memory <start>/containers after the first limit = %v, want held", err)
 	}
 }

@@ -26,7 +26,7 @@ func testName() string {
 // process's own cgroup in each hierarchy, as tend would below its own.
 func realV1Tree(t *testing.T) *Tree {
 	t.Helper()
-	tree, err := openV1("/", realV1Paths(t), v1Controllers, false)
+	tree, err := openV1("/", realV1Paths(t), v1Controllers, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +68,12 @@ func realV1Paths(t *testing.T) map[string]string {
 // would kill the other's group as a leftover: the second finds the first's lock.
 func TestV1SecondTreeInOneCgroupIsLockedOut(t *testing.T) {
 	paths := realV1Paths(t)
-	first, err := openV1("/", paths, v1Controllers, false)
+	first, err := openV1("/", paths, v1Controllers, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := realGroup(t, first, "web")
-	if _, err := openV1("/", paths, v1Controllers, false); err == nil || !strings.Contains(err.Error(), "another tend uses /sys/fs/cgroup/") {
+	if _, err := openV1("/", paths, v1Controllers, false, ""); err == nil || !strings.Contains(err.Error(), "another tend uses /sys/fs/cgroup/") {
 		t.Fatalf("second openV1 = %v, want \"another tend uses <start>/containers\"", err)
 	}
 	if !exists(filepath.Join(dirOf(g.places, "memory"), "cgroup.procs")) {
@@ -86,7 +86,7 @@ func TestV1SecondTreeInOneCgroupIsLockedOut(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := openV1("/", paths, v1Controllers, false)
+	again, err := openV1("/", paths, v1Controllers, false, "")
 	if err != nil {
 		t.Fatalf("openV1 after the first tree closed: %v", err)
 	}
@@ -289,7 +289,7 @@ func TestV2Unified(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { self.Process.Kill(); self.Wait() }) // before the leaf is removed
-	tree, err := openV2(mount, start, self.Process.Pid)
+	tree, err := openV2(mount, start, self.Process.Pid, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,8 @@ type Tree struct {
 	paths    map[string]string
 	v1Probed bool
 	v1Err    error
-	locks    []int // flocked <start>/containers directories, held for tend's life
+	locks    []int  // flocked <start>/containers directories, held for tend's life
+	instance string // the real instance.dir, marked on the groups it makes (claim); "" none
 
 	// With instance.limits (SetLimits, nest) the tree is <start>/instance:
 	bound   Limits   // the instance's limits; on a hybrid host every group joins their v1 hierarchies
@@ -86,12 +87,25 @@ type Tree struct {
 // Where it cannot, the tree is ModeOff with a Reason; that is an error only when want is
 // "required".
 func Open(root, want string, self int) (*Tree, error) {
+	return OpenInstance(root, want, self, "")
+}
+
+// OpenInstance is Open for the instance whose real instance.dir is instance (SPEC
+// §18.5): it marks the <start>/containers and <start>/init it makes with it, and
+// first kills and removes whatever an earlier tend of the same instance left in them
+// (it crashed), whatever the groups' names. Groups another instance left there, or
+// that no tend marked, are not its own: the tree is off, with a reason naming them.
+// With instance "" nothing is marked or removed.
+func OpenInstance(root, want string, self int, instance string) (*Tree, error) {
 	var t *Tree
 	switch want {
 	case "off":
 		t = off("want off")
 	case "auto", "required", "":
-		t = detect(root, self)
+		t = detect(root, self, instance)
+		if t.Mode != ModeOff && instance != "" {
+			t.removeLeftovers()
+		}
 	default:
 		return nil, fmt.Errorf("cgroups: %q is not auto, required or off", want)
 	}
@@ -109,7 +123,7 @@ func off(reason string) *Tree {
 
 // detect picks v2 where /sys/fs/cgroup is a cgroup2 mount (it has cgroup.controllers),
 // else the v1 hierarchies below it.
-func detect(root string, self int) *Tree {
+func detect(root string, self int, instance string) *Tree {
 	mount := filepath.Join(root, "sys/fs/cgroup")
 	paths := selfCgroups(root)
 	if exists(filepath.Join(mount, "cgroup.controllers")) {
@@ -120,7 +134,7 @@ func detect(root string, self int) *Tree {
 		if !ok {
 			return off(`/proc/self/cgroup has no cgroup v2 line ("0::/path")`)
 		}
-		t, err := openV2(mount, start, self)
+		t, err := openV2(mount, start, self, instance)
 		if err != nil {
 			return off(err.Error())
 		}
@@ -128,13 +142,13 @@ func detect(root string, self int) *Tree {
 	}
 	if unified, start := filepath.Join(mount, "unified"), paths[""]; usable(unified, start) {
 		// The v1 hierarchies are probed at the first limit (v1Places).
-		t := &Tree{Mode: ModeV1, root: root, paths: paths}
+		t := &Tree{Mode: ModeV1, root: root, paths: paths, instance: instance}
 		if err := t.openUnified(unified, start); err != nil {
 			return off(err.Error())
 		}
 		return t
 	}
-	t, err := openV1(root, paths, v1Controllers, false)
+	t, err := openV1(root, paths, v1Controllers, false, instance)
 	if err != nil {
 		if readOnly(mount) {
 			return off("/sys/fs/cgroup is read-only")
@@ -160,7 +174,7 @@ func usable(mount, start string) bool {
 // 14 ms on a loaded host.
 func (t *Tree) openUnified(mount, start string) error {
 	dir := onDisk(mount, start)
-	lock, err := lockContainers(dir)
+	lock, err := lockContainers(dir, t.instance)
 	if err != nil {
 		return err
 	}
@@ -179,10 +193,10 @@ func (t *Tree) makeKinds(start string) error {
 	if err, ok := t.made[start]; ok {
 		return err
 	}
-	err := errors.Join(mkdir(filepath.Join(start, KindContainers)), mkdir(filepath.Join(start, KindInit)))
+	err := errors.Join(mkdir(filepath.Join(start, KindContainers)), t.mkKind(filepath.Join(start, KindInit)))
 	if err == nil {
 		var lock int
-		if lock, err = lockContainers(start); err == nil {
+		if lock, err = lockContainers(start, t.instance); err == nil {
 			t.locks = append(t.locks, lock)
 		}
 	}
@@ -202,15 +216,15 @@ func (t *Tree) makeInit() error {
 	var err error
 	switch {
 	case t.unified != "":
-		err = mkdir(filepath.Join(t.unified, KindInit))
+		err = t.mkKind(filepath.Join(t.unified, KindInit))
 	case t.Mode == ModeV2:
 		dir := filepath.Join(t.places[0].dir, KindInit)
-		if err = mkdir(dir); err == nil {
+		if err = t.mkKind(dir); err == nil {
 			enable(dir, t.places[0].controllers)
 		}
 	default:
 		for _, p := range t.places {
-			err = cmp.Or(err, mkdir(filepath.Join(p.dir, KindInit)))
+			err = cmp.Or(err, t.mkKind(filepath.Join(p.dir, KindInit)))
 		}
 	}
 	if err != nil {
@@ -228,7 +242,7 @@ func (t *Tree) v1Places() ([]place, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.v1Probed {
-		v1, err := openV1(t.root, t.paths, limitControllers, true)
+		v1, err := openV1(t.root, t.paths, limitControllers, true, t.instance)
 		if err == nil {
 			t.places = v1.places
 		}
@@ -250,7 +264,7 @@ func under(places []place, sub string) []place {
 // a cgroup enables controllers for its children (the "no internal process" rule), and
 // systemd's delegation rules say the same of a delegated subtree: so tend first moves
 // itself into <start>/tend, then enables controllers in <start> for its children.
-func openV2(mount, start string, self int) (*Tree, error) {
+func openV2(mount, start string, self int, instance string) (*Tree, error) {
 	dir := onDisk(mount, start)
 	if err := unix.Access(dir, unix.W_OK); err != nil {
 		if os.Geteuid() != 0 {
@@ -258,11 +272,11 @@ func openV2(mount, start string, self int) (*Tree, error) {
 		}
 		return nil, fmt.Errorf("cgroup %s is not writable: %w", start, err)
 	}
-	lock, err := lockContainers(dir)
+	lock, err := lockContainers(dir, instance)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{Mode: ModeV2, start: start, locks: []int{lock}}
+	t := &Tree{Mode: ModeV2, start: start, locks: []int{lock}, instance: instance}
 	leaf := filepath.Join(dir, "tend")
 	if err := mkdir(leaf); err != nil {
 		t.unlock()
@@ -305,8 +319,8 @@ func enable(dir string, offered []string) []string {
 // processes and children at once, so tend stays where it started. lazy (hybrid) only
 // checks that <start> is writable: containers and init are made at the first limit that
 // needs them (Tree.makeKinds), as a v1 memory cgroup takes about 0.1 ms to make.
-func openV1(root string, paths map[string]string, controllers []string, lazy bool) (*Tree, error) {
-	t := &Tree{Mode: ModeV1}
+func openV1(root string, paths map[string]string, controllers []string, lazy bool, instance string) (*Tree, error) {
+	t := &Tree{Mode: ModeV1, instance: instance}
 	var firstErr error
 	for _, c := range controllers {
 		mount := v1Mount(root, paths, c)
@@ -325,8 +339,8 @@ func openV1(root string, paths map[string]string, controllers []string, lazy boo
 				continue
 			}
 		} else {
-			lock, err := lockContainers(dir)
-			if errors.Is(err, errInUse) {
+			lock, err := lockContainers(dir, instance)
+			if errors.Is(err, errInUse) || errors.Is(err, errNotOurs) {
 				t.unlock()
 				return nil, err
 			}
@@ -419,6 +433,9 @@ func (t *Tree) nest() ([]place, error) {
 		if err := errors.Join(mk(unified), mk(filepath.Join(unified, KindContainers))); err != nil {
 			return nil, err
 		}
+		if err := t.mkKind(filepath.Join(unified, KindContainers)); err != nil {
+			return nil, err
+		}
 		origins, nested = append(origins, t.unified), append(nested, unified)
 	}
 	var limited, moved []place
@@ -436,12 +453,14 @@ func (t *Tree) nest() ([]place, error) {
 			if err := mk(filepath.Join(dir, KindContainers)); err != nil {
 				return nil, err
 			}
+			t.mkKind(filepath.Join(dir, KindContainers))
 			enable(filepath.Join(dir, KindContainers), below)
 			origins = append(origins, p.dir)
 		case t.unified == "":
 			if err := mk(filepath.Join(dir, KindContainers)); err != nil {
 				return nil, err
 			}
+			t.mkKind(filepath.Join(dir, KindContainers))
 			origins = append(origins, p.dir)
 		}
 		moved = append(moved, place{dir, below})
@@ -534,7 +553,11 @@ var errInUse = errors.New("another tend uses")
 // do not share <start>/containers/NAME: Group kills a group it finds, taking it for a
 // crashed tend's leftover. kernfs takes flock on directories like any file; the lock
 // goes with the process, so a crashed tend never leaves it behind.
-func lockContainers(dir string) (int, error) {
+//
+// With instance set (the real instance.dir) it also claims the directory for that
+// instance (claim): one another instance marked, or that holds groups no tend marked,
+// is not this tend's.
+func lockContainers(dir, instance string) (int, error) {
 	locked := filepath.Join(dir, KindContainers)
 	if err := mkdir(locked); err != nil {
 		return -1, err // "mkdir PATH: ..." says it all
@@ -546,9 +569,16 @@ func lockContainers(dir string) (int, error) {
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		unix.Close(fd)
 		if err == unix.EWOULDBLOCK {
+			if mark := instanceMark(locked); mark != "" {
+				return -1, fmt.Errorf("%w %s (instance %s)", errInUse, locked, mark)
+			}
 			return -1, fmt.Errorf("%w %s", errInUse, locked)
 		}
 		return -1, fmt.Errorf("lock %s: %w", locked, err)
+	}
+	if err := claim(locked, instance); err != nil {
+		unix.Close(fd)
+		return -1, err
 	}
 	return fd, nil
 }

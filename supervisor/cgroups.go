@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/tend-sh/tend/cgroup"
@@ -17,12 +18,13 @@ import (
 // initKillTimeout bounds the kill of what an init container's run left in its cgroup.
 const initKillTimeout = 5 * time.Second
 
-// openCgroups decides where the containers' cgroups go (SPEC §12.1) and writes
-// instance.limits to tend's starting cgroup. With `cgroups: required`, no cgroups or a
+// openCgroups decides where the containers' cgroups go (SPEC §12.1), after removing
+// what a crashed tend of this instance left there (§18.5), and writes instance.limits
+// to <start>/instance, never to tend's starting cgroup. With `cgroups: required`, no cgroups or a
 // limit that cannot be written is an error (tend exits 1); otherwise each is a warning.
 func (sv *Supervisor) openCgroups() error {
 	want := sv.spec.Instance.Cgroups
-	tree, err := cgroup.Open("/", want, os.Getpid())
+	tree, err := cgroup.OpenInstance("/", want, os.Getpid(), realDir(sv.spec.Instance.Dir))
 	if err != nil {
 		return err
 	}
@@ -31,6 +33,9 @@ func (sv *Supervisor) openCgroups() error {
 	sv.mu.Unlock()
 	ev := sv.log.Info().Str("mode", string(tree.Mode))
 	if tree.Mode == cgroup.ModeOff {
+		if want != spec.CgroupsOff {
+			ev = sv.log.Warn().Str("mode", string(tree.Mode)) // e.g. another instance's groups are there
+		}
 		ev = ev.Str("reason", tree.Reason)
 	}
 	ev.Msg("cgroups")
@@ -140,4 +145,16 @@ func (sv *Supervisor) removeInitCgroup(g *cgroup.Group, name string) {
 	if err := g.Remove(); err != nil && !errors.Is(err, os.ErrNotExist) {
 		sv.log.Warn().Str("init_container", name).Err(err).Msg("cannot remove the cgroup")
 	}
+}
+
+// realDir is the instance's identity, its real instance.dir (symlinks resolved), as
+// the instance lock and the marks on its cgroups know it.
+func realDir(dir string) string {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		return real
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
 }

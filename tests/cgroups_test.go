@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,8 +205,8 @@ containers:
 }
 
 // Two tends started in one cgroup: the second runs with cgroups off (it would share
-// <start>/containers/NAME and kill the first's group as a leftover), the first's
-// container is untouched.
+// <start>/containers/NAME and kill the first's group as a leftover), naming the first's
+// instance; the first's container is untouched.
 func TestTwoTendsInOneCgroup(t *testing.T) {
 	cg := needTestCgroup(t)
 	spec := "containers: [{name: web, command: sleep 600}]\n"
@@ -214,8 +215,8 @@ func TestTwoTendsInOneCgroup(t *testing.T) {
 	pid := *containerStatus(doc, "web").Pid
 	second := start(t, spec, runOpts{cgroup: cg})
 	doc2 := second.waitStatus(10*time.Second, "web running", func(d status.Document) bool { return containerStatus(d, "web").Pid != nil })
-	if doc2.Cgroups.Mode != "off" || !strings.HasPrefix(doc2.Cgroups.Reason, "another tend uses /sys/fs/cgroup/") || !strings.HasSuffix(doc2.Cgroups.Reason, "/containers") {
-		t.Errorf("second tend's cgroups = %+v, want off, another tend uses <start>/containers", doc2.Cgroups)
+	if doc2.Cgroups.Mode != "off" || !strings.HasPrefix(doc2.Cgroups.Reason, "another tend uses /sys/fs/cgroup/") || !strings.HasSuffix(doc2.Cgroups.Reason, "/containers (instance "+first.dir+")") {
+		t.Errorf("second tend's cgroups = %+v, want off, another tend uses <start>/containers (instance %s)", doc2.Cgroups, first.dir)
 	}
 	doc = first.waitStatus(5*time.Second, "first status", func(status.Document) bool { return true })
 	if c := containerStatus(doc, "web"); c.Pid == nil || *c.Pid != pid || c.Restarts != 0 || doc.Cgroups.Mode != "v1" {
@@ -299,4 +300,57 @@ func readTrim(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// A tend killed with SIGKILL leaves its containers running in their groups; the next
+// tend of the same instance kills and removes them all at start, also those its spec
+// no longer has (SPEC §18.5). A tend of another instance started in the same cgroup
+// meanwhile leaves them alone and runs with cgroups off, naming that instance.
+func TestLeftoversOfACrashedTendAreRemoved(t *testing.T) {
+	cg := needTestCgroup(t)
+	inst := t.TempDir()
+	both := `
+instance: {dir: ` + inst + `}
+containers:
+  - {name: a, command: sleep 600}
+  - {name: b, command: sleep 600, limits: {memory: 64Mi}}
+`
+	listen := []string{"--listen", "unix:{DIR}/tend.sock"} // instance.dir is elsewhere
+	first := start(t, both, runOpts{cgroup: cg, as: asChild, args: listen})
+	doc := first.waitStatus(10*time.Second, "a and b running", func(d status.Document) bool {
+		return containerStatus(d, "a").Pid != nil && containerStatus(d, "b").Pid != nil
+	})
+	a, b := *containerStatus(doc, "a").Pid, *containerStatus(doc, "b").Pid
+	if err := syscall.Kill(first.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.wait(10 * time.Second)
+	if !alive(a) || !alive(b) {
+		t.Fatalf("the containers died with tend (a %v, b %v): nothing to test", alive(a), alive(b))
+	}
+
+	other := start(t, "containers: [{name: b, command: sleep 600}]\n", runOpts{cgroup: cg, as: asChild})
+	doc = other.waitStatus(10*time.Second, "the other instance's b running", func(d status.Document) bool { return containerStatus(d, "b").Pid != nil })
+	if doc.Cgroups.Mode != "off" || !strings.Contains(doc.Cgroups.Reason, "holds the cgroups of instance "+inst) {
+		t.Errorf("another instance's tend: cgroups %+v, want off naming instance %s", doc.Cgroups, inst)
+	}
+	if !alive(a) || !alive(b) {
+		t.Errorf("another instance's tend killed the crashed one's containers (a %v, b %v)", alive(a), alive(b))
+	}
+	termAndWait(t, other, 15*time.Second)
+
+	second := start(t, "instance: {dir: "+inst+"}\ncontainers: [{name: a, command: sleep 600}]\n", runOpts{cgroup: cg, as: asChild, args: listen})
+	doc = second.waitStatus(10*time.Second, "a running", func(d status.Document) bool { return containerStatus(d, "a").Pid != nil })
+	if doc.Cgroups.Mode != "v1" {
+		t.Errorf("the same instance's tend: cgroups %+v, want v1", doc.Cgroups)
+	}
+	waitFor(t, 10*time.Second, "the crashed tend's a and b gone", func() (bool, string) {
+		return !alive(a) && !alive(b), fmt.Sprintf("a alive %v, b alive %v", alive(a), alive(b))
+	})
+	for list, dir := range cg.dirs {
+		if exists(filepath.Join(dir, "containers/b")) {
+			t.Errorf("%s: containers/b is left", list)
+		}
+	}
+	termAndWait(t, second, 15*time.Second)
 }
