@@ -1,0 +1,174 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/tend-sh/tend/api"
+	"github.com/tend-sh/tend/container"
+	"github.com/tend-sh/tend/output"
+	"github.com/tend-sh/tend/proc"
+	"github.com/tend-sh/tend/restart"
+	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
+)
+
+// ending is how Run ends when preparing does not lead to running.
+type ending struct {
+	code int
+	err  error
+}
+
+// preparing runs resources and init containers (bounded by init_timeout_ms) while it
+// serves signals and requests. It returns the reloads asked for meanwhile (they run
+// once the containers have started), or how Run ends instead.
+func (sv *Supervisor) preparing(ctx context.Context, signals <-chan os.Signal, srv *api.Server) ([]request, *ending) {
+	sv.log.Info().Str("instance", sv.spec.Instance.Name).Str("revision", sv.revision).Msg("preparing")
+	prepared := make(chan error, 1)
+	prepCtx, cancelPrep := context.WithCancel(sv.runCtx)
+	if t := spec.Ms(sv.spec.Instance.InitTimeoutMs); t > 0 {
+		prepCtx, cancelPrep = context.WithTimeout(sv.runCtx, t)
+	}
+	defer cancelPrep()
+	go func() { prepared <- sv.prepare(prepCtx) }()
+	// abort ends preparing early: whatever runs is cancelled and waited for.
+	abort := func(code int, err error) *ending {
+		cancelPrep()
+		<-prepared
+		sv.setInstance(status.InstanceStopped, nil)
+		return &ending{code, err}
+	}
+	var queued []request
+	for {
+		select {
+		case err := <-prepared:
+			return queued, sv.prepared(err)
+		case sig := <-signals:
+			switch sv.onSignal(phasePreparing, sig) {
+			case signalStop:
+				return queued, abort(0, nil)
+			case signalReload:
+				queued = append(queued, request{kind: reqReload})
+			}
+		case req := <-sv.requests:
+			switch req.kind {
+			case reqShutdown:
+				req.reply(nil)
+				return queued, abort(0, nil)
+			case reqReload:
+				sv.log.Info().Msg("reload queued until preparing ends")
+				queued = append(queued, req) // after preparing (docs/reference.md "Reload")
+			default:
+				req.reply(errPreparing)
+			}
+		case err := <-srv.Failed():
+			return queued, abort(1, &ExitError{err})
+		case <-ctx.Done():
+			return queued, abort(0, nil)
+		}
+	}
+}
+
+// prepared ends preparing with its result: installed, or how Run ends.
+func (sv *Supervisor) prepared(err error) *ending {
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("preparing took longer than instance.init_timeout_ms (%v)", spec.Ms(sv.spec.Instance.InitTimeoutMs))
+		}
+		sv.setInstance(status.InstanceStopped, func() {
+			sv.installed.Set(false, status.ReasonPrepareFailed, err.Error(), time.Now())
+		})
+		sv.log.Error().Err(err).Msg("preparing failed")
+		return &ending{1, &ExitError{err}}
+	}
+	now := time.Now()
+	sv.setInstance(status.InstanceRunning, func() {
+		sv.installed.Set(true, status.ReasonPrepared, "", now)
+	})
+	return nil
+}
+
+// prepare puts the resources and files in place, then runs the init containers.
+func (sv *Supervisor) prepare(ctx context.Context) error {
+	s := sv.spec
+	if err := sv.prepareResources(ctx, s); err != nil {
+		return err
+	}
+	if err := sv.prepareFiles(ctx, s); err != nil {
+		return err
+	}
+	return sv.runInitContainers(ctx, s)
+}
+
+// runInitContainers runs the init containers of s strictly in order, each until it
+// exits 0: at the first prepare and at every re-prepare (reprepare.go).
+func (sv *Supervisor) runInitContainers(ctx context.Context, s *spec.Spec) error {
+	for i := range s.InitContainers {
+		ic := &s.InitContainers[i]
+		env := s.ProcessEnvAs(ic.Env, ic.Identity())
+		sv.log.Info().Str("init_container", ic.Name).Msg("running init container")
+		ring := sv.logs.ring(ic.Name, spec.DefaultKeepLines)
+		g, err := sv.initCgroup(ic.Name)
+		if err != nil {
+			return err
+		}
+		err = container.RunUntilSuccess(ctx,
+			func() ([]string, error) { return spec.Argv(ic.Command, env) },
+			proc.Cmd{
+				Env:    env,
+				Dir:    s.WorkDir(ic.WorkingDir),
+				Stdout: output.NewLineWriter(ic.Name, sv.stdout, nil).WithRing(ring, false),
+				Stderr: output.NewLineWriter(ic.Name, sv.stderr, nil).WithRing(ring, true),
+				Ident:  ic.Identity(),
+				Cgroup: placeIn(g),
+			},
+			restart.FromSpec(ic.TimeLimit),
+			func() { sv.setInit(i, func(st *status.InitContainer) { st.State = status.Running }) },
+			func(e proc.Exit, retryIn time.Duration) {
+				sv.emptyInitCgroup(g, ic.Name) // before the run counts (SPEC §12.3)
+				sv.initFinished(i, e, retryIn)
+			})
+		sv.removeInitCgroup(g, ic.Name)
+		if err != nil {
+			return fmt.Errorf("init container %q: %w", ic.Name, err)
+		}
+	}
+	return nil
+}
+
+// initFinished records one run of init container i. Between failed tries it is in
+// backoff and installed says which one fails, how, and when it runs again.
+func (sv *Supervisor) initFinished(i int, e proc.Exit, retryIn time.Duration) {
+	now := time.Now()
+	x := container.ExitStatus(e, "", now)
+	name := sv.spec.InitContainers[i].Name
+	var attempts int
+	sv.setInit(i, func(st *status.InitContainer) {
+		st.Attempts++
+		st.LastExit = x
+		attempts = st.Attempts
+		if e.Success() {
+			st.State = status.Succeeded
+			sv.installed.Set(false, status.ReasonPreparing, "", now)
+			return
+		}
+		st.State = status.Backoff
+		sv.installed.Set(false, status.ReasonInitContainerFailing,
+			fmt.Sprintf("%s: %s (try %d), next try in %v", name, e, st.Attempts, retryIn.Round(time.Millisecond)), now)
+	})
+	ev := sv.log.Info()
+	if !e.Success() {
+		ev = sv.log.Warn().Int("try", attempts).Dur("retry_in_ms", retryIn)
+	}
+	ev.Str("init_container", name).Str("exit", e.String()).Msg("init container finished")
+}
+
+func (sv *Supervisor) setInit(i int, f func(*status.InitContainer)) {
+	sv.mu.Lock()
+	f(&sv.inits[i])
+	sv.mu.Unlock()
+	sv.notify()
+}

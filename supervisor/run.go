@@ -1,0 +1,279 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/tend-sh/tend/api"
+	"github.com/tend-sh/tend/container"
+	"github.com/tend-sh/tend/proc"
+	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
+)
+
+// Run runs the instance until a requested shutdown (exit code 0), the end of a job
+// (its exit code), or a runtime failure (*ExitError). It goes through three phases:
+// preparing (resources, init containers), starting the containers, supervising.
+func (sv *Supervisor) Run(ctx context.Context) (int, error) {
+	signals, err := sv.setUp()
+	if err != nil {
+		return 1, err
+	}
+	defer signal.Stop(signals)
+	// Nothing outlives tend: whatever left its container's process group (setsid, a
+	// daemon's double fork) came back to tend as the subreaper and ends here, after
+	// every stop sequence has run (with cgroups, each container's exit took its
+	// own); then the emptied cgroups go.
+	defer sv.closeCgroups()
+	defer sv.killStrays()
+
+	// The instance lock and the listeners come first: a second tend of the same
+	// instance or sockets exits 1 before any resource or init container runs.
+	lock, err := lockInstance(sv.spec.Instance.Dir, sv.log)
+	if err != nil {
+		return 1, &ExitError{err}
+	}
+	defer lock.release()
+	srv, err := sv.startAPI()
+	if err != nil {
+		return 1, &ExitError{err}
+	}
+	defer srv.Close()
+	if err := sv.openCgroups(); err != nil {
+		return 1, &ExitError{err}
+	}
+	defer sv.startReporter()()
+
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	sv.runCtx = runCtx
+	sv.reloadCtx, sv.cancelReload = context.WithCancel(runCtx)
+	defer sv.cancelReload()
+	go sv.sampleUsage(runCtx)
+	if sv.opts.WatchPath != "" {
+		stopWatch, err := sv.watchSpec(runCtx, sv.opts.WatchPath)
+		if err != nil {
+			sv.setInstance(status.InstanceStopped, nil)
+			return 1, &ExitError{err}
+		}
+		defer stopWatch()
+	}
+
+	queued, end := sv.preparing(ctx, signals, srv)
+	if end != nil {
+		answerQueued(queued) // reloads queued while preparing never run now
+		return end.code, end.err
+	}
+	if err := sv.startContainers(); err != nil {
+		return 1, err
+	}
+	for _, req := range queued {
+		sv.reload(req)
+	}
+	return sv.supervise(ctx, signals, srv)
+}
+
+// startReporter starts the reports to --report-url, if any, and returns what stops
+// them.
+func (sv *Supervisor) startReporter() (stop func()) {
+	if sv.opts.ReportURL == "" {
+		return func() {}
+	}
+	sv.reporter = api.StartReporter(sv.opts.ReportURL, sv.opts.ReportInterval, sv.Status, sv.log)
+	return sv.reporter.Stop
+}
+
+// setUp finishes the process-wide set-up (subreaper, signals) and reads the API
+// token; it returns the signals Run handles.
+func (sv *Supervisor) setUp() (chan os.Signal, error) {
+	p := sv.opts.Process
+	if p == nil {
+		p = SetUpProcess()
+	}
+	<-p.done
+	if p.err != nil {
+		sv.log.Warn().Err(p.err).Msg("cannot become a child subreaper; orphans will not be reaped here")
+	}
+	if err := proc.ProtectFromOOM(); err != nil {
+		sv.log.Debug().Err(err).Msg("oom_score_adj left as it was")
+	}
+	if sv.opts.APITokenFile != "" {
+		b, err := os.ReadFile(sv.opts.APITokenFile)
+		if err != nil {
+			signal.Stop(p.signals)
+			return nil, &ExitError{fmt.Errorf("read --api-token-file: %w", err)}
+		}
+		sv.token = strings.TrimSpace(string(b))
+	}
+	return p.signals, nil
+}
+
+// startContainers starts every container of the spec.
+func (sv *Supervisor) startContainers() error {
+	sv.log.Info().Msg("prepared; starting containers")
+	for i := range sv.spec.Containers {
+		c, err := sv.newContainer(sv.spec, &sv.spec.Containers[i], false)
+		if err == nil {
+			if err = sv.openContainerCgroup(c); err != nil {
+				c.Discard()
+			}
+		}
+		if err != nil {
+			sv.killAll()
+			return &ExitError{err}
+		}
+		sv.mu.Lock()
+		sv.containers = append(sv.containers, c)
+		sv.mu.Unlock()
+		go c.Run(sv.runCtx)
+	}
+	sv.updateReady()
+	sv.gate()
+	return nil
+}
+
+// supervise is the main loop once the containers run: signals, requests, reload
+// steps and status changes, until a shutdown, the end of a job or a failure.
+func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, srv *api.Server) (int, error) {
+	for {
+		select {
+		case sig := <-signals:
+			switch sv.onSignal(phaseRunning, sig) {
+			case signalStop:
+				return sv.shutdown(signals, 0), nil
+			case signalReload:
+				sv.reload(request{kind: reqReload})
+			}
+		case req := <-sv.requests:
+			if req.kind == reqShutdown {
+				req.reply(nil)
+				sv.log.Info().Msg("shutdown requested through the API")
+				return sv.shutdown(signals, 0), nil
+			}
+			sv.handle(req)
+		case step := <-sv.reloadSteps:
+			if end := sv.onReloadStep(step); end != nil {
+				return sv.shutdown(signals, end.code), end.err
+			}
+		case <-sv.changed:
+			sv.updateReady()
+			sv.gate()
+			if name, code, ok := sv.gaveUp(); ok {
+				sv.log.Error().Str("container", name).Int("exit_code", code).Msg("restart limit reached and on_give_up is shutdown; stopping the instance")
+				return sv.shutdown(signals, code), nil
+			}
+			if code, done := sv.jobFinished(); done {
+				sv.log.Info().Int("exit_code", code).Msg("every container has finished")
+				return sv.shutdown(signals, code), nil
+			}
+		case err := <-srv.Failed():
+			sv.log.Error().Err(err).Msg("cannot serve the API; stopping")
+			return sv.shutdown(signals, 1), &ExitError{err}
+		case <-ctx.Done():
+			return sv.shutdown(signals, 0), nil
+		}
+	}
+}
+
+// newContainer builds a container of spec s.
+func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container, stoppedByRequest bool) (*container.Container, error) {
+	logFile := ""
+	if cs.Log != nil && cs.Log.File != "" {
+		logFile = s.WorkDir(cs.Log.File) // relative to instance.dir, like working_dir
+	}
+	c, err := container.New(container.Config{
+		Spec:    cs,
+		Env:     s.ContainerEnv(cs),
+		Dir:     s.WorkDir(cs.WorkingDir),
+		LogFile: logFile,
+		LogRoot: s.Instance.Dir,
+		Stdout:  sv.stdout,
+		Stderr:  sv.stderr,
+		Logs:    sv.logs.ring(cs.Name, cs.KeepLines()),
+		Log:     sv.log,
+		Changed: sv.notify,
+
+		StoppedByRequest: stoppedByRequest,
+		Sockets:          sv.socketsFor(s, cs),
+		// Started by the main loop once its conditions hold (gate).
+		Held: len(cs.DependsOn) > 0,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", cs.Name, err)
+	}
+	return c, nil
+}
+
+// updateReady recomputes the instance ready condition: installed and every
+// container ready, but those with affects_readiness: false.
+func (sv *Supervisor) updateReady() {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	now := time.Now()
+	if sv.readyByStateLocked(now) {
+		// No snapshots: a shutdown publishes several changes per container, and
+		// copying every container's status for each made stopping a thousand
+		// containers quadratic.
+		return
+	}
+	sv.refreshReadyLocked(sv.snapshotsLocked(), now)
+}
+
+// snapshotsLocked returns every container's status snapshot, in spec order.
+func (sv *Supervisor) snapshotsLocked() []status.Container {
+	if sv.containers == nil && sv.state == status.InstancePreparing {
+		// Not made yet: they wait for the instance (docs/reference.md "The status document").
+		return append([]status.Container{}, sv.waiting...)
+	}
+	out := make([]status.Container, 0, len(sv.containers))
+	for _, c := range sv.containers {
+		out = append(out, c.Status())
+	}
+	return out
+}
+
+// refreshReadyLocked sets the instance ready condition from the container snapshots
+// cs. Every status document computes it from the very snapshots it shows, so no
+// document (a report above all) pairs a stopping container with a ready instance.
+func (sv *Supervisor) refreshReadyLocked(cs []status.Container, now time.Time) {
+	if sv.readyByStateLocked(now) {
+		return
+	}
+	var notReady []string
+	for _, st := range cs {
+		if st.AffectsReadiness && !st.Ready.True() && !succeeded(st) {
+			msg := st.Ready.Message
+			if msg == "" {
+				msg = string(st.Ready.Reason)
+			}
+			notReady = append(notReady, st.Name+": "+msg)
+		}
+	}
+	if len(notReady) == 0 {
+		if sv.ready.Set(true, status.ReasonContainersReady, "", now) && sv.opts.OnReady != nil {
+			sv.opts.OnReady()
+		}
+		return
+	}
+	sv.ready.Set(false, status.ReasonContainersNotReady, joinLimited(notReady, "; "), now)
+}
+
+// readyByStateLocked sets the instance ready condition when the instance's own state
+// decides it whatever the containers say (not installed, on its way out), and
+// reports whether it did.
+func (sv *Supervisor) readyByStateLocked(now time.Time) bool {
+	switch {
+	case !sv.installed.True():
+		sv.ready.Set(false, status.ReasonNotInstalled, sv.installed.Message, now)
+		return true
+	case sv.state == status.InstanceStopping || sv.state == status.InstanceStopped:
+		// An instance on its way out takes no traffic, before its containers say so.
+		sv.ready.Set(false, status.ReasonStopping, "the instance is "+string(sv.state), now)
+		return true
+	}
+	return false
+}
