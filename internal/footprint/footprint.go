@@ -1,110 +1,21 @@
 // Package footprint keeps tend's steady state small beside the workload it
-// supervises: resident memory and CPU.
+// supervises: anonymous memory (the heap it no longer needs goes back to the
+// kernel, a lower GC target) and CPU (one P once started).
 //
-// The kernel maps file pages around every page fault: every page of the page cache
-// within 64 KiB ("fault-around"), or the whole large folio the page is in. So a Go
-// binary whose code and data are touched here and there ends up mostly resident; for
-// a PID 1 that sits beside the real workload, that is megabytes of RSS it never uses.
-// MADV_RANDOM does not turn that off (on Linux 6.18 it only stops readahead), so
-// AdviseExecutable also drops the executable's read-only data from the page cache:
-// what a fault finds there is then only what tend still reads.
+// It does not touch the executable's pages: they are clean, shared with every other
+// tend command and reclaimable by the kernel under pressure, so dropping them from
+// the page cache saved nothing real and made the first stop and the next `tend`
+// command read the binary from disk again (docs/design.md "Performance").
 package footprint
 
 import (
-	"bufio"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
-
-// AdviseExecutable marks every mapping of the running executable MADV_RANDOM (a
-// fault reads the one page it needs, no readahead) and drops the pages already
-// mapped; then it drops the pages of the read-only data segment that no process maps
-// from the page cache, so that only the ones still read come back, one by one. That
-// segment (pclntab, type data, strings) is what the collector and the checks read
-// in scattered places; the code stays cached, so that a path run for the first time
-// (a stop, a reload) does not wait on the disk. Measured (bench/README.md, series 8):
-// RSS with 100 containers 8.3 → 6.2–7.3 MiB, with 200 HTTP checks a second 13.3 →
-// 10.8–11.2; the cost is a few disk reads when a stop first touches the data
-// (SIGTERM → exit of 100 containers 21.7 → 27.0 ms), and the next start of the
-// binary reads the segment from the disk again. Errors are ignored: it is an
-// optimisation only.
-func AdviseExecutable() {
-	maps := executableMappings()
-	for _, m := range maps {
-		madvise(m.start, m.end-m.start, unix.MADV_RANDOM)
-		madvise(m.start, m.end-m.start, unix.MADV_DONTNEED)
-	}
-	for _, m := range maps {
-		if !m.code {
-			dropCached("/proc/self/exe", m.off, int64(m.end-m.start))
-		}
-	}
-}
-
-// mapping is one read-only mapping of the executable: its addresses, its offset in
-// the file, and whether it is code.
-type mapping struct {
-	start, end uintptr
-	off        int64
-	code       bool
-}
-
-// executableMappings lists the running executable's mappings that are not writable,
-// from /proc/self/maps; none when that cannot be read.
-func executableMappings() []mapping {
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		return nil
-	}
-	f, err := os.Open("/proc/self/maps")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var maps []mapping
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[5] != exe || strings.Contains(fields[1], "w") {
-			continue
-		}
-		lo, hi, ok := strings.Cut(fields[0], "-")
-		if !ok {
-			continue
-		}
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		off, err3 := strconv.ParseInt(fields[2], 16, 64)
-		if err1 != nil || err2 != nil || err3 != nil || end <= start {
-			continue
-		}
-		maps = append(maps, mapping{start: uintptr(start), end: uintptr(end), off: off, code: strings.Contains(fields[1], "x")})
-	}
-	return maps
-}
-
-// dropCached asks the kernel to drop the clean pages of length bytes at off in the
-// file (0: to its end) that no process maps from the page cache.
-func dropCached(path string, off, length int64) {
-	f, err := os.Open(path)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_ = unix.Fadvise(int(f.Fd()), off, length, unix.FADV_DONTNEED)
-}
-
-func madvise(addr, length uintptr, advice int) {
-	_, _, _ = unix.Syscall(unix.SYS_MADVISE, addr, length, uintptr(advice))
-}
 
 // startupGrace is how long after start-up the memory that only start-up needed (the
 // spec's parse tree, first allocations of every container) is handed back.
@@ -135,8 +46,7 @@ var readyGrace = time.Second
 // SettleAfterStartup trims tend's footprint a little after start (not before: the
 // first container's exec must not wait for it): it returns the heap that start-up
 // used to the kernel (the Go runtime would otherwise keep it for reuse, and a
-// supervisor's steady state needs far less than its start-up did), and lets only the
-// executable's pages that are really used come back; from then on the collector
+// supervisor's steady state needs far less than its start-up did); from then on the collector
 // keeps a smaller heap (steadyGCPercent) and Go code runs on steadyProcs threads.
 //
 // It returns the function to call when the instance turns ready. The first time,
@@ -213,6 +123,5 @@ func settle() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(steadyProcs)
 	}
-	AdviseExecutable()
 	debug.FreeOSMemory()
 }
