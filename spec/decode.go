@@ -542,6 +542,7 @@ func keyLine(n *yaml.Node, key string) int {
 func (w *walker) command(n *yaml.Node, path string) {
 	switch n.Kind {
 	case yaml.ScalarNode:
+		w.noNUL(n, path)
 	case yaml.SequenceNode:
 		for i, item := range n.Content {
 			for item.Kind == yaml.AliasNode {
@@ -549,7 +550,9 @@ func (w *walker) command(n *yaml.Node, path string) {
 			}
 			if item.Kind != yaml.ScalarNode || isNull(item) {
 				w.c.structf(index(path, i), item.Line, "must be a string, got %s", DescribeNode(item))
+				continue
 			}
+			w.noNUL(item, index(path, i))
 		}
 	default:
 		w.c.structf(path, n.Line, "must be a string or a list of strings, got %s", DescribeNode(n))
@@ -567,6 +570,7 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, path string) {
 		return
 	}
 	if t.Kind() == reflect.String {
+		w.noNUL(n, path)
 		return // every scalar is a string (port: 8080 is "8080")
 	}
 	tags := map[reflect.Kind]string{reflect.Bool: "!!bool", reflect.Int: "!!int", reflect.Int64: "!!int", reflect.Float64: "!!float"}
@@ -575,6 +579,15 @@ func (w *walker) scalar(n *yaml.Node, t reflect.Type, path string) {
 	tagOK := tag == tags[t.Kind()] || (t.Kind() == reflect.Float64 && tag == "!!int")
 	if err := n.Decode(reflect.New(t).Interface()); err != nil || !tagOK {
 		w.c.structf(path, n.Line, "must be %s, got %s%s", want, DescribeNode(n), unitHint(path, n))
+	}
+}
+
+// noNUL refuses a string with a NUL byte (a YAML "\0" or JSON "\u0000"): no path,
+// argument or environment variable can hold one, and the system calls that take
+// them would fail at run time, again and again. Only a file's content may.
+func (w *walker) noNUL(n *yaml.Node, path string) {
+	if strings.IndexByte(n.Value, 0) >= 0 && !strings.HasSuffix(path, ".content") {
+		w.c.structf(path, n.Line, "has a NUL byte; no path, command or variable can hold one")
 	}
 }
 

@@ -126,10 +126,15 @@ func (s *Spec) envWith(pre [][2]string, own []EnvVar) []string {
 // ${VAR} from the keys assigned so far (the base env and earlier lines and files).
 //
 // The file may be a secret: errors name the file and the line, never its text.
-func readEnvFile(root, path string, e *envList) error {
+// budget is what expansion may still make of the values of every env file: each line
+// may double the last.
+func readEnvFile(root, path string, e *envList, budget *int) error {
 	data, err := readSmallFile(root, path)
 	if err != nil {
 		return err
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		return fmt.Errorf("%s:%d: has a NUL byte", path, bytes.Count(data[:bytes.IndexByte(data, 0)], []byte("\n"))+1)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64<<10), maxSideFile)
@@ -155,15 +160,21 @@ func readEnvFile(root, path string, e *envList) error {
 		if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
 			value = value[1 : len(value)-1]
 		}
-		e.set(key, expandEnv(value, e.get))
+		value, ok = expandEnv(value, e.get, *budget)
+		if !ok {
+			return fmt.Errorf("%s:%d: $VAR expansion makes the values larger than %d MiB", path, lineNo, MaxExpanded>>20)
+		}
+		*budget -= len(value)
+		e.set(key, value)
 	}
 	return sc.Err()
 }
 
-// expandEnv expands $NAME and ${NAME} (unset: empty); \$ is a literal $.
-func expandEnv(s string, lookup func(string) (string, bool)) string {
+// expandEnv expands $NAME and ${NAME} (unset: empty); \$ is a literal $. It stops
+// (false) before the result would exceed max bytes: each line may double the last.
+func expandEnv(s string, lookup func(string) (string, bool), max int) (string, bool) {
 	if !strings.ContainsRune(s, '$') {
-		return s
+		return s, len(s) <= max
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -177,13 +188,16 @@ func expandEnv(s string, lookup func(string) (string, bool)) string {
 				b.WriteByte('$')
 				continue
 			}
+			if len(val) > max-b.Len() {
+				return "", false
+			}
 			b.WriteString(val)
 			i += n - 1
 		default:
 			b.WriteByte(s[i])
 		}
 	}
-	return b.String()
+	return b.String(), b.Len() <= max
 }
 
 // readSecret reads a value_from file: its content without one trailing newline.
@@ -191,6 +205,9 @@ func readSecret(root, path string) (string, error) {
 	data, err := readSmallFile(root, path)
 	if err != nil {
 		return "", err
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		return "", fmt.Errorf("%s has a NUL byte", path)
 	}
 	s := strings.TrimSuffix(string(data), "\n")
 	return strings.TrimSuffix(s, "\r"), nil

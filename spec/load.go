@@ -119,11 +119,12 @@ func resolve(s *Spec, opts Options, specDir string, c *collector) {
 		e.set(name, v) // the instance's limits, where it has them, over tend's cgroup's
 	}
 	identityBefore := identityEnv(e)
+	budget := MaxExpanded
 	for i, f := range s.EnvFiles {
 		if f == "" {
 			continue // reported by the checker
 		}
-		if err := readEnvFile(s.Instance.Dir, s.WorkDir(f), e); err != nil {
+		if err := readEnvFile(s.Instance.Dir, s.WorkDir(f), e, &budget); err != nil {
 			c.addf(index("env_files", i), "%v", err)
 		}
 	}

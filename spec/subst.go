@@ -22,7 +22,15 @@ type variables struct {
 	fixed map[string]string // BSCONFIG_* (but the _PLUS_N ones), instance.vars, --var
 	port  Opt[int]          // instance.port, for BSCONFIG_IPORT_PLUS_N
 	used  map[string]string // BSCONFIG_IPORT_PLUS_N names the spec used, exported too
+	size  int               // bytes the substituted fields hold so far, at most MaxExpanded
 }
+
+// MaxExpanded bounds what substitution makes of a spec's fields together: a 600 KB
+// spec whose variables are used many times must not become gigabytes in memory.
+const MaxExpanded = 16 << 20
+
+// errTooLarge: substitution would take the spec past MaxExpanded.
+var errTooLarge = fmt.Errorf("{VAR} substitution makes the spec larger than %d MiB", MaxExpanded>>20)
 
 // newVariables builds the variables; later sources win: BSCONFIG_*, instance.vars, --var.
 // Names of instance.vars and --var must be environment variable names and must not
@@ -96,12 +104,30 @@ func (v *variables) all() map[string]string {
 }
 
 // substitute replaces {NAME} in s as Python's str.format does with named fields only:
-// {{ and }} are literal braces; a lone { or } and an unknown name are errors.
+// {{ and }} are literal braces; a lone { or } and an unknown name are errors. Once
+// the fields substituted so far hold MaxExpanded bytes, it stops and says
+// errTooLarge, then and for every later field, without building the string.
 func (v *variables) substitute(s string) (string, error) {
+	out, err := v.expand(s)
+	if err == nil && len(out) > MaxExpanded-v.size {
+		err = errTooLarge
+	}
+	if err != nil {
+		if err == errTooLarge {
+			v.size = MaxExpanded + 1
+		}
+		return "", err
+	}
+	v.size += len(out)
+	return out, nil
+}
+
+func (v *variables) expand(s string) (string, error) {
 	v.noteShellUses(s)
 	if !strings.ContainsAny(s, "{}") {
 		return s, nil
 	}
+	budget := MaxExpanded - v.size
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		switch ch := s[i]; ch {
@@ -134,6 +160,9 @@ func (v *variables) substitute(s string) (string, error) {
 			}
 			if !ok {
 				return "", fmt.Errorf("unknown variable {%s}%s", name, v.hint(name))
+			}
+			if len(val) > budget-b.Len() {
+				return "", errTooLarge
 			}
 			b.WriteString(val)
 			i += 1 + end

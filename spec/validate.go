@@ -432,9 +432,12 @@ func (k *checker) port(path string, p *string) {
 
 // subst substitutes {VAR}s in *p; false when it failed (and was reported).
 func (k *checker) subst(path string, p *string) bool {
+	over := k.vars.size > MaxExpanded
 	out, err := k.vars.substitute(*p)
 	if err != nil {
-		k.c.addf(path, "%v", err)
+		if err != errTooLarge || !over { // said once, at the field that went over
+			k.c.addf(path, "%v", err)
+		}
 		return false
 	}
 	*p = out
