@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	stdlog "log"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/status"
+	"github.com/tend-sh/tend/supervisor"
 )
 
 // Supervisor is what the API serves (*supervisor.Supervisor implements it).
@@ -30,9 +32,9 @@ type Supervisor interface {
 	// containers' usage (which Status has sampled while it is asked for).
 	Ready() status.Condition
 	// Do hands a mutating call to the supervisor's loop and waits for its outcome
-	// (ErrNoContainer, ErrPreparing, ErrStopping or another error); ctx ends the
-	// wait, not the call.
-	Do(ctx context.Context, a Action, name string) error
+	// (supervisor.ErrNoContainer, ErrPreparing, ErrStopping or another error); ctx
+	// ends the wait, not the call.
+	Do(ctx context.Context, a supervisor.Action, name string) error
 	// Describe is one container with its events and probe results; ErrNoContainer
 	// for an unknown name.
 	Describe(name string) (status.ContainerDetail, error)
@@ -41,26 +43,10 @@ type Supervisor interface {
 	LogRings(names []string) ([]*output.Ring, error)
 	// WatchLogs wakes wake (without blocking) whenever a ring is added, until stop.
 	WatchLogs(wake chan<- struct{}) (stop func())
+	// WriteMetrics writes the metric families of the rooms below the supervisor
+	// (probes, proc) that /metrics serves after the containers'.
+	WriteMetrics(w io.Writer)
 }
-
-// Action is a mutating call of the API.
-type Action int
-
-// The mutating calls; name is the container of Restart, Stop and Start.
-const (
-	Shutdown Action = iota
-	Reload
-	Restart
-	Stop
-	Start
-)
-
-// The errors of Do that the API answers with their own status codes.
-var (
-	ErrPreparing   = errors.New("the instance is still preparing")
-	ErrStopping    = errors.New("the instance is stopping")
-	ErrNoContainer = errors.New("no such container")
-)
 
 // Config is how the API is served.
 type Config struct {

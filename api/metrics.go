@@ -5,8 +5,6 @@ import (
 	"net/http"
 
 	"github.com/tend-sh/tend/internal/promtext"
-	"github.com/tend-sh/tend/probes"
-	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/status"
 )
 
@@ -22,9 +20,7 @@ func (a *Server) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	promtext.Family(w, "tend_instance_installed", "gauge", "1 when the instance's installed condition is True, else 0.")
 	promtext.Uint(w, "tend_instance_installed", b2u(doc.Installed.True()))
 	writeContainerMetrics(w, doc.Containers)
-	probes.WriteMetrics(w)
-	promtext.Family(w, "tend_orphans_reaped_total", "counter", "Orphaned processes tend reaped that were none of its containers.")
-	promtext.Uint(w, "tend_orphans_reaped_total", proc.OrphansReaped())
+	a.sv.WriteMetrics(w) // probes' and proc's
 	promtext.Family(w, "tend_console_dropped_lines_total", "counter", "Lines dropped because tend's stdout or stderr did not take them in time (log files and tend logs keep them).")
 	promtext.Uint(w, "tend_console_dropped_lines_total", doc.ConsoleDroppedLines)
 	writeProcessMetrics(w)

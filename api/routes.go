@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tend-sh/tend/route"
+	"github.com/tend-sh/tend/supervisor"
 )
 
 // handlers serves each route of the table (route.All, docs/reference.md "Status
@@ -22,11 +23,11 @@ var handlers = map[route.Route]func(a *Server, w http.ResponseWriter, r *http.Re
 	route.Metrics:   (*Server).serveMetrics,
 	route.Logs:      (*Server).serveLogs,
 	route.Container: (*Server).serveContainer,
-	route.Restart:   do(Restart),
-	route.Stop:      do(Stop),
-	route.Start:     do(Start),
-	route.Reload:    do(Reload),
-	route.Shutdown:  do(Shutdown),
+	route.Restart:   do(supervisor.Restart),
+	route.Stop:      do(supervisor.Stop),
+	route.Start:     do(supervisor.Start),
+	route.Reload:    do(supervisor.Reload),
+	route.Shutdown:  do(supervisor.Shutdown),
 }
 
 // handler serves the routes on one listener; on a trusted one (a unix socket) the
@@ -91,7 +92,7 @@ func (a *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 
 // do is the route of a mutating call: it hands the call to the supervisor's loop and
 // answers with its outcome; a client that goes away stops waiting, not the call.
-func do(action Action) func(*Server, http.ResponseWriter, *http.Request) {
+func do(action supervisor.Action) func(*Server, http.ResponseWriter, *http.Request) {
 	return func(a *Server, w http.ResponseWriter, r *http.Request) {
 		err := a.sv.Do(r.Context(), action, r.PathValue("name"))
 		switch {
@@ -99,9 +100,9 @@ func do(action Action) func(*Server, http.ResponseWriter, *http.Request) {
 			// The client is gone: there is no one to answer.
 		case err == nil:
 			writeJSON(w, http.StatusOK, map[string]string{"result": "ok"})
-		case errors.Is(err, ErrNoContainer):
+		case errors.Is(err, supervisor.ErrNoContainer):
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
-		case errors.Is(err, ErrPreparing), errors.Is(err, ErrStopping):
+		case errors.Is(err, supervisor.ErrPreparing), errors.Is(err, supervisor.ErrStopping):
 			writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
 		default:
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": err.Error()})

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/route"
 	"github.com/tend-sh/tend/status"
+	"github.com/tend-sh/tend/supervisor"
 )
 
 // fakeSupervisor is a ready instance with no containers that counts the calls it
@@ -31,7 +33,7 @@ func (f *fakeSupervisor) Status() status.Document {
 
 func (f *fakeSupervisor) Ready() status.Condition { return f.Status().Ready }
 
-func (f *fakeSupervisor) Do(context.Context, Action, string) error {
+func (f *fakeSupervisor) Do(context.Context, supervisor.Action, string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -45,6 +47,8 @@ func (f *fakeSupervisor) Describe(name string) (status.ContainerDetail, error) {
 func (f *fakeSupervisor) LogRings([]string) ([]*output.Ring, error) { return nil, nil }
 
 func (f *fakeSupervisor) WatchLogs(chan<- struct{}) func() { return func() {} }
+
+func (f *fakeSupervisor) WriteMetrics(io.Writer) {}
 
 func (f *fakeSupervisor) called() int {
 	f.mu.Lock()

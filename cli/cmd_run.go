@@ -14,10 +14,12 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	apiserver "github.com/tend-sh/tend/api" // cli's own api is the client
 	"github.com/tend-sh/tend/convert"
 	"github.com/tend-sh/tend/internal/footprint"
 	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
 	"github.com/tend-sh/tend/supervisor"
 )
 
@@ -81,8 +83,8 @@ func runInstance(c *cli.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		stdout.Align(s)
-		stderr.Align(s)
+		stdout.Align(specNames(s)...)
+		stderr.Align(specNames(s)...)
 		return s, nil
 	}
 	s, err := load()
@@ -102,15 +104,15 @@ func runInstance(c *cli.Context) error {
 			}
 			return s, locatedErrors(path, err)
 		},
-		Listen:         c.StringSlice("listen"),
-		APITokenFile:   c.String("api-token-file"),
-		ReportURL:      c.String("report-url"),
-		ReportInterval: c.Duration("report-interval"),
-		Log:            log,
-		Stdout:         stdout,
-		Stderr:         stderr,
-		Process:        process,
-		WatchPath:      watchPath(c.Bool("watch"), path),
+		Listen:       c.StringSlice("listen"),
+		APITokenFile: c.String("api-token-file"),
+		Serve:        serveAPI(log),
+		Report:       reportTo(c.String("report-url"), c.Duration("report-interval"), log),
+		Log:          log,
+		Stdout:       stdout,
+		Stderr:       stderr,
+		Process:      process,
+		WatchPath:    watchPath(c.Bool("watch"), path),
 	})
 	code, err := sv.Run(context.Background())
 	if err != nil {
@@ -228,3 +230,40 @@ type specErrors struct {
 
 func (e *specErrors) Error() string { return e.text }
 func (e *specErrors) Unwrap() error { return e.errs }
+
+// specNames is the names of s's init containers and containers, which the console's
+// prefixes are aligned to.
+func specNames(s *spec.Spec) []string {
+	var ns []string
+	for _, c := range s.InitContainers {
+		ns = append(ns, c.Name)
+	}
+	for _, c := range s.Containers {
+		ns = append(ns, c.Name)
+	}
+	return ns
+}
+
+// serveAPI is the supervisor's Options.Serve: the API (package api) on listen.
+// The command line wires it in: api serves the supervisor, which knows it only as
+// supervisor.API.
+func serveAPI(log zerolog.Logger) func(*supervisor.Supervisor, []string, string) (supervisor.API, error) {
+	return func(sv *supervisor.Supervisor, listen []string, token string) (supervisor.API, error) {
+		srv, err := apiserver.Serve(sv, apiserver.Config{Listen: listen, Token: token, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		return srv, nil
+	}
+}
+
+// reportTo is the supervisor's Options.Report: the status reports to url every
+// interval and on every change (--report-url); nil without a url.
+func reportTo(url string, interval time.Duration, log zerolog.Logger) func(func() status.Document) supervisor.Reporter {
+	if url == "" {
+		return nil
+	}
+	return func(statusDoc func() status.Document) supervisor.Reporter {
+		return apiserver.StartReporter(url, interval, statusDoc, log)
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-
-	"github.com/tend-sh/tend/spec"
 )
 
 // Console is tend's own stdout or stderr shared by all containers; each Write of a whole
@@ -31,19 +29,17 @@ func NewConsole(w io.Writer) *Console {
 // NewStyledConsole is NewConsole with st.
 func NewStyledConsole(w io.Writer, st Style) *Console { return &Console{w: w, style: st} }
 
-// Align pads the names of lines (when the style says so) to the longest name of a
-// container or init container of s (a longer per-container init label, NAME/init[N], is printed as is). Lines
-// written from now on, by every LineWriter, follow.
-func (o *Console) Align(s *spec.Spec) {
+// Align pads the names of lines (when the style says so) to the longest of names:
+// the spec's containers and init containers (a longer per-container init label,
+// NAME/init[N], is printed as is). Lines written from now on, by every LineWriter,
+// follow.
+func (o *Console) Align(names ...string) {
 	if !o.style.Align {
 		return
 	}
 	width := 0
-	for _, c := range s.InitContainers {
-		width = max(width, len(c.Name))
-	}
-	for _, c := range s.Containers {
-		width = max(width, len(c.Name))
+	for _, n := range names {
+		width = max(width, len(n))
 	}
 	o.width.Store(int64(width))
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tend-sh/tend/spec"
 )
 
 // stampRE is a line's leading time in TimeLayout and the space after it.
@@ -36,10 +34,7 @@ func untimed(t *testing.T, s string) string {
 func TestOutputAlignPadsNamesOfTheSpec(t *testing.T) {
 	var buf bytes.Buffer
 	out := NewStyledConsole(&buf, Style{Align: true})
-	out.Align(&spec.Spec{
-		InitContainers: []spec.InitContainer{{Name: "setup"}},
-		Containers:     []spec.Container{{Name: "web"}, {Name: "worker-1"}},
-	})
+	out.Align("setup", "web", "worker-1")
 	for _, name := range []string{"web", "setup", "worker-1", "web/init[0]", "a-very-long-name"} {
 		w := NewLineWriter(name, out, nil)
 		w.Write([]byte("x\n"))
@@ -52,7 +47,7 @@ func TestOutputAlignPadsNamesOfTheSpec(t *testing.T) {
 	buf.Reset()
 	w := NewLineWriter("web", out, nil)
 	w.Write([]byte("a\n"))
-	out.Align(&spec.Spec{Containers: []spec.Container{{Name: "web"}, {Name: "db"}}})
+	out.Align("web", "db")
 	w.Write([]byte("b\n"))
 	if want := "web      | a\nweb | b\n"; buf.String() != want {
 		t.Fatalf("after a new alignment: %q, want %q", buf.String(), want)
@@ -63,7 +58,7 @@ func TestOutputAlignPadsNamesOfTheSpec(t *testing.T) {
 func TestOutputAlignOnlyForATerminal(t *testing.T) {
 	var buf bytes.Buffer
 	out := NewConsole(&buf)
-	out.Align(&spec.Spec{Containers: []spec.Container{{Name: "web"}, {Name: "worker-1"}}})
+	out.Align("web", "worker-1")
 	NewLineWriter("web", out, nil).Write([]byte("x\n"))
 	if want := "web | x\n"; buf.String() != want {
 		t.Fatalf("got %q, want %q", buf.String(), want)

@@ -2,32 +2,79 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 
-	"github.com/tend-sh/tend/api"
+	"github.com/tend-sh/tend/probes"
+	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/route"
 	"github.com/tend-sh/tend/status"
 )
 
-// requestKind is the mutating call a request carries: the API's (api.Action), also
-// sent by the signal handlers and the spec watcher.
-type requestKind = api.Action
+// Action is a mutating call handed to the supervisor (Do): by the API, the signal
+// handlers and the spec watcher.
+type Action int
+
+// The mutating calls; name is the container of Restart, Stop and Start.
+const (
+	Shutdown Action = iota
+	Reload
+	Restart
+	Stop
+	Start
+)
+
+// The errors of Do that the API answers with their own status codes.
+var (
+	ErrPreparing   = errors.New("the instance is still preparing")
+	ErrStopping    = errors.New("the instance is stopping")
+	ErrNoContainer = errors.New("no such container")
+)
+
+// requestKind is the mutating call a request carries.
+type requestKind = Action
 
 const (
-	reqShutdown = api.Shutdown
-	reqReload   = api.Reload
-	reqRestart  = api.Restart
-	reqStop     = api.Stop
-	reqStart    = api.Start
+	reqShutdown = Shutdown
+	reqReload   = Reload
+	reqRestart  = Restart
+	reqStop     = Stop
+	reqStart    = Start
 )
 
-// The errors a request is answered with; the API gives each its status code.
+// The errors a request is answered with.
 var (
-	errPreparing   = api.ErrPreparing
-	errStopping    = api.ErrStopping
-	errNoContainer = api.ErrNoContainer
+	errPreparing   = ErrPreparing
+	errStopping    = ErrStopping
+	errNoContainer = ErrNoContainer
 )
+
+// API is the HTTP API as Run holds it (api.Server): started by Options.Serve once
+// the instance is locked, watched for a listener that fails, closed at the end.
+// The API is the room above the supervisor (it serves it), so the supervisor knows
+// it only by this interface and the caller hands it the constructor.
+type API interface {
+	// Failed receives the error of a listener that stopped accepting for good.
+	Failed() <-chan error
+	// Close stops serving and removes the unix sockets.
+	Close()
+}
+
+// Reporter is the reports of the status document to --report-url as the
+// supervisor holds them (api.Reporter): kicked on every change, stopped at the end.
+type Reporter interface {
+	Kick()
+	Stop()
+}
+
+// noAPI is the API of a supervisor without Options.Serve: nothing served, nothing
+// fails.
+type noAPI struct{}
+
+func (noAPI) Failed() <-chan error { return nil }
+func (noAPI) Close()               {}
 
 // request is a mutating API call handed to the main loop.
 type request struct {
@@ -55,19 +102,30 @@ func (sv *Supervisor) Describe(name string) (status.ContainerDetail, error) {
 	return status.ContainerDetail{}, fmt.Errorf("%w %q", errNoContainer, name)
 }
 
-// startAPI serves the API on every --listen address (the instance's tend.sock when
-// none is given).
-func (sv *Supervisor) startAPI() (*api.Server, error) {
+// startAPI serves the API (Options.Serve) on every --listen address (the
+// instance's tend.sock when none is given).
+func (sv *Supervisor) startAPI() (API, error) {
 	addrs := sv.opts.Listen
 	if len(addrs) == 0 {
 		addrs = []string{"unix:" + filepath.Join(sv.spec.Instance.Dir, route.Socket)}
 	}
-	return api.Serve(sv, api.Config{Listen: addrs, Token: sv.token, Log: sv.log})
+	if sv.opts.Serve == nil {
+		return noAPI{}, nil
+	}
+	return sv.opts.Serve(sv, addrs, sv.token)
+}
+
+// WriteMetrics writes the metric families of the rooms below the supervisor, in
+// the Prometheus text format: the probes' checks and the orphans the reaper
+// collected (docs/reference.md "Metrics").
+func (sv *Supervisor) WriteMetrics(w io.Writer) {
+	probes.WriteMetrics(w)
+	proc.WriteMetrics(w)
 }
 
 // Do hands a mutating call of the API to the main loop and waits for its outcome;
 // ctx ending (the client went away) ends the wait, not the call.
-func (sv *Supervisor) Do(ctx context.Context, kind api.Action, name string) error {
+func (sv *Supervisor) Do(ctx context.Context, kind Action, name string) error {
 	errc := make(chan error, 1)
 	req := request{kind: kind, name: name, reply: func(err error) { errc <- err }}
 	select {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/tend-sh/tend/api"
 	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/proc"
@@ -25,7 +24,7 @@ type ending struct {
 // preparing runs resources and init containers (bounded by init_timeout_ms) while it
 // serves signals and requests. It returns the reloads asked for meanwhile (they run
 // once the containers have started), or how Run ends instead.
-func (sv *Supervisor) preparing(ctx context.Context, signals <-chan os.Signal, srv *api.Server) ([]request, *ending) {
+func (sv *Supervisor) preparing(ctx context.Context, signals <-chan os.Signal, srv API) ([]request, *ending) {
 	sv.log.Info().Str("instance", sv.spec.Instance.Name).Str("revision", sv.revision).Msg("preparing")
 	prepared := make(chan error, 1)
 	prepCtx, cancelPrep := context.WithCancel(sv.runCtx)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tend-sh/tend/api"
 	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/spec"
@@ -80,10 +79,10 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 // startReporter starts the reports to --report-url, if any, and returns what stops
 // them.
 func (sv *Supervisor) startReporter() (stop func()) {
-	if sv.opts.ReportURL == "" {
+	if sv.opts.Report == nil {
 		return func() {}
 	}
-	sv.reporter = api.StartReporter(sv.opts.ReportURL, sv.opts.ReportInterval, sv.Status, sv.log)
+	sv.reporter = sv.opts.Report(sv.Status)
 	return sv.reporter.Stop
 }
 
@@ -138,7 +137,7 @@ func (sv *Supervisor) startContainers() error {
 
 // supervise is the main loop once the containers run: signals, requests, reload
 // steps and status changes, until a shutdown, the end of a job or a failure.
-func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, srv *api.Server) (int, error) {
+func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, srv API) (int, error) {
 	for {
 		select {
 		case sig := <-signals:

@@ -17,7 +17,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/tend-sh/tend/api"
 	"github.com/tend-sh/tend/cgroup"
 	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/output"
@@ -31,10 +30,15 @@ type Options struct {
 	// Load re-reads the spec for a reload.
 	Load func() (*spec.Spec, error)
 	// Listen holds the API addresses: "unix:PATH" or "HOST:PORT".
-	Listen         []string
-	APITokenFile   string
-	ReportURL      string
-	ReportInterval time.Duration
+	Listen       []string
+	APITokenFile string
+	// Serve starts the API (api.Serve) on the addresses of listen with the bearer
+	// token of APITokenFile; nil serves none. The caller passes it: the API is the
+	// room above, which serves the supervisor (docs/design.md "Code layout").
+	Serve func(sv *Supervisor, listen []string, token string) (API, error)
+	// Report starts the reports of statusDoc's documents to --report-url
+	// (api.StartReporter); nil reports nothing.
+	Report         func(statusDoc func() status.Document) Reporter
 	Log            zerolog.Logger
 	Stdout, Stderr io.Writer
 	// Process is the process-wide set-up begun by the caller (SetUpProcess); nil:
@@ -97,9 +101,9 @@ type Supervisor struct {
 
 	// Owned by the main loop.
 	reloading bool
-	pending   []request     // requests that arrived during a reload, handled after it
-	reprep    *reprep       // a re-prepare past its fetch (reprepare.go), or nil
-	reporter  *api.Reporter // nil without --report-url
+	pending   []request // requests that arrived during a reload, handled after it
+	reprep    *reprep   // a re-prepare past its fetch (reprepare.go), or nil
+	reporter  Reporter  // nil without --report-url
 
 	mu         sync.Mutex // guards the fields below, read by the API
 	spec       *spec.Spec
