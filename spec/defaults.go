@@ -60,6 +60,9 @@ func applyDefaults(s *Spec, hostname, specDir string) {
 	}
 	setDefault(&in.InitTimeoutMs, 0)
 	setString(&in.Cgroups, CgroupsAuto)
+	setDefault(&in.KeepRevisions, DefaultKeepRevisions)
+	setString(&in.Activate, ActivateAuto)
+	setString(&in.RollbackAfter, DefaultRollbackAfter)
 
 	for i := range s.Resources {
 		r := &s.Resources[i]

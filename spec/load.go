@@ -26,6 +26,9 @@ type Options struct {
 	Environ  []string          // tend's own environment (os.Environ()), the base of every process's env
 	Hostname string            // BSCONFIG_IHOST and the default instance.name
 	Limits   map[string]string // CPU_LIMIT, CPU_GUARANTEE, MEM_LIMIT, MEM_GUARANTEE where set (cgroup)
+	// RevisionKey returns the key of the keyed digest of the files a spec reads
+	// (revisionid.go), given instance.dir; nil: a fixed key.
+	RevisionKey func(instanceDir string) []byte
 }
 
 // Load reads, decodes (strictly), defaults, validates and substitutes the spec at path,
@@ -140,6 +143,7 @@ func resolve(s *Spec, opts Options, specDir string, c *collector) {
 	for i := range s.Containers {
 		readSecrets(s, join(index("containers", i), "env"), s.Containers[i].Env, c)
 	}
+	s.inputs = inputsDigest(s, opts)
 }
 
 // readSecrets reads the value_from files of an env list into their secret fields.
@@ -249,16 +253,16 @@ func unwrapPath(err error) error {
 // Path is the spec file, as given to Load.
 func (s *Spec) Path() string { return s.path }
 
-// Revision names the spec by a hash of the bytes Load read (12 hex digits), so that
-// an orchestrator can tell which revision runs; "" for a spec not loaded from a file.
-func (s *Spec) Revision() string {
+// FileDigest names the bytes Load read (12 hex digits, as FileRevision does); ""
+// for a spec not loaded from a file.
+func (s *Spec) FileDigest() string {
 	if s.digest == [32]byte{} {
 		return ""
 	}
 	return revisionOf(s.digest)
 }
 
-// FileRevision is the Revision that loading path now would give, without parsing it:
+// FileRevision is the FileDigest that loading path now would give, without parsing it:
 // a watcher tells a change of content from a touch with it.
 func FileRevision(path string) (string, error) {
 	data, err := readSpecFile(path)

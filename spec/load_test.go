@@ -303,22 +303,56 @@ func slicesIndex(list []string, v string) int {
 	return -1
 }
 
-// Revision is the first 12 hex digits of the SHA-256 of the file's bytes: a new
-// revision for any change of the file, the same for the same bytes.
+// FileDigest is the first 12 hex digits of the SHA-256 of the file's bytes. The
+// revision id covers those bytes, the --var values and the content of the files the
+// spec reads (keyed), so that any change of them is a new revision; instance.revision
+// names it instead when set.
 func TestRevision(t *testing.T) {
-	body := "containers: [{name: a, command: [sleep, '1']}]\n"
-	path := writeSpec(t, body, nil)
+	body := "env_files: [app.env]\ncontainers: [{name: a, command: [sleep, '1'], env: [{name: S, value_from: {file: secret}}]}]\n"
+	files := map[string]string{"app.env": "A=1\n", "secret": "s3cret\n"}
+	path := writeSpec(t, body, files)
 	s, err := Load(path, testOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(body))
-	if got, want := s.Revision(), hex.EncodeToString(sum[:])[:12]; got != want {
-		t.Errorf("Revision() = %q, want %q", got, want)
+	if got, want := s.FileDigest(), hex.EncodeToString(sum[:])[:12]; got != want {
+		t.Errorf("FileDigest() = %q, want %q", got, want)
 	}
-	other := mustLoad(t, body+"# changed\n", nil)
-	if other.Revision() == s.Revision() {
-		t.Errorf("a changed file kept revision %q", s.Revision())
+	if len(s.Revision()) != 12 {
+		t.Errorf("Revision() = %q, want 12 hex digits", s.Revision())
+	}
+	again, err := Load(path, testOptions())
+	if err != nil || again.Revision() != s.Revision() {
+		t.Errorf("the same inputs gave revision %q, then %q (%v)", s.Revision(), again.Revision(), err)
+	}
+	withVar := testOptions()
+	withVar.Vars = map[string]string{"X": "1"}
+	keyed := testOptions()
+	keyed.RevisionKey = func(string) []byte { return []byte("another key") }
+	for _, tc := range []struct {
+		name  string
+		body  string
+		files map[string]string
+		opts  Options
+	}{
+		{"a changed file", body + "# changed\n", files, testOptions()},
+		{"a --var", body, files, withVar},
+		{"a changed env file", body, map[string]string{"app.env": "A=2\n", "secret": "s3cret\n"}, testOptions()},
+		{"a changed secret", body, map[string]string{"app.env": "A=1\n", "secret": "other\n"}, testOptions()},
+		{"another key", body, files, keyed},
+	} {
+		other, err := Load(writeSpec(t, tc.body, tc.files), tc.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if other.Revision() == s.Revision() {
+			t.Errorf("%s kept revision %q", tc.name, s.Revision())
+		}
+	}
+	named := mustLoad(t, "instance: {revision: v42}\n"+body, files)
+	if named.Revision() != "v42" {
+		t.Errorf("instance.revision v42 gave revision %q", named.Revision())
 	}
 	if (&Spec{}).Revision() != "" {
 		t.Errorf("a spec not loaded from a file has a revision")

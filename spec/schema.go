@@ -185,6 +185,7 @@ var schemaEnums = sync.OnceValue(func() map[string][]any {
 		"HTTPGet.scheme":           {SchemeHTTP, SchemeHTTPS},
 		"Instance.cgroups":         {CgroupsAuto, CgroupsRequired, CgroupsOff},
 		"Container.update":         {UpdateStopFirst, UpdateStartFirst},
+		"Instance.activate":        {ActivateAuto, ActivateManual},
 	}
 })
 
@@ -194,6 +195,9 @@ var schemaDefaults = sync.OnceValue(func() map[string]any {
 	return map[string]any{
 		"Instance.init_timeout_ms":               0,
 		"Instance.cgroups":                       CgroupsAuto,
+		"Instance.keep_revisions":                DefaultKeepRevisions,
+		"Instance.activate":                      ActivateAuto,
+		"Instance.rollback_after":                DefaultRollbackAfter,
 		"RestartPolicy.min_period_ms":            DefaultRestartMinPeriodMs,
 		"RestartPolicy.max_period_ms":            DefaultRestartMaxPeriodMs,
 		"RestartPolicy.backoff":                  DefaultRestartBackoff,
@@ -245,6 +249,10 @@ var schemaDescriptions = sync.OnceValue(func() map[string]string {
 		"Instance.init_timeout_ms": "budget for resources and init containers together; 0: none",
 		"Instance.cgroups":         "auto: a cgroup per container where tend can create them; required: exit 1 at start where it cannot; off: none",
 		"Instance.limits":          "cgroup limits of all containers and init containers together",
+		"Instance.revision":        "this spec's revision id ([A-Za-z0-9._-], at most 64); default: 12 hex digits of a digest of the spec, the --var values and the files it reads",
+		"Instance.keep_revisions":  "inactive installed revisions kept for rollback; 0 keeps none",
+		"Instance.activate":        "auto: a new revision is activated once installed; manual: it waits for tend activate ID",
+		"Instance.rollback_after":  "a newly activated revision not ready this long (Go duration, 120s) is rolled back to the last stable one; 0s: never",
 
 		"Limits":        "cgroup limits; each one absent is no limit",
 		"Limits.cpu":    "cores: a number, \"1500m\" or \"1.5c\"",

@@ -21,6 +21,7 @@ type Spec struct {
 	// Filled by Load, not part of the document.
 	path    string            // the spec file, for messages
 	digest  [32]byte          // SHA-256 of the file's bytes, for Revision
+	inputs  [32]byte          // digest of the --var values and a keyed digest of the files read (revisionid.go)
 	vars    map[string]string // every substitution variable, for Vars
 	baseEnv []string          // tend's env + variables + cgroup limits + env_files + env, later wins
 	baseAt  map[string]int    // the index of each key in baseEnv
@@ -43,6 +44,13 @@ type Instance struct {
 	// together (SPEC §12, limits.go).
 	Cgroups string `yaml:"cgroups,omitempty" json:"cgroups,omitempty"`
 	Limits  Limits `yaml:"limits,omitempty" json:"limits,omitzero"`
+	// Revision names this spec among the instance's revisions; KeepRevisions,
+	// Activate and RollbackAfter say how revisions are kept and switched
+	// (docs/reference.md "Updates and rollback").
+	Revision      string   `yaml:"revision,omitempty" json:"revision,omitempty"`
+	KeepRevisions Opt[int] `yaml:"keep_revisions,omitempty" json:"keep_revisions,omitzero"`
+	Activate      string   `yaml:"activate,omitempty" json:"activate,omitempty"`
+	RollbackAfter string   `yaml:"rollback_after,omitempty" json:"rollback_after,omitempty"`
 
 	ident *Identity // resolved by Load (identity.go)
 }

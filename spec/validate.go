@@ -71,6 +71,7 @@ func (k *checker) check() {
 	}
 	k.nonNegative("instance.init_timeout_ms", in.InitTimeoutMs)
 	k.oneOf("instance.cgroups", in.Cgroups, CgroupsAuto, CgroupsRequired, CgroupsOff)
+	k.revisions(in)
 
 	k.env("env", s.Env)
 	for i, f := range s.EnvFiles {

@@ -64,7 +64,7 @@ func (sv *Supervisor) watchSpec(ctx context.Context, path string) (func(), error
 		}
 	}()
 	sv.mu.Lock()
-	last := sv.revision
+	last := sv.spec.FileDigest()
 	sv.mu.Unlock()
 	// Through the *os.File once it owns the descriptor: after Close its number may
 	// be another file's.
