@@ -354,6 +354,9 @@ func TestRevision(t *testing.T) {
 	if named.Revision() != "v42" {
 		t.Errorf("instance.revision v42 gave revision %q", named.Revision())
 	}
+	if plain := mustLoad(t, "containers: []\n", nil); plain.Revision() != plain.FileDigest() {
+		t.Errorf("a spec that reads nothing else: revision %q, want its file digest %q", plain.Revision(), plain.FileDigest())
+	}
 	if (&Spec{}).Revision() != "" {
 		t.Errorf("a spec not loaded from a file has a revision")
 	}

@@ -19,6 +19,9 @@ func (s *Spec) Revision() string {
 	if s.digest == [32]byte{} {
 		return ""
 	}
+	if s.inputs == [32]byte{} {
+		return revisionOf(s.digest) // reads nothing else: the file's own digest
+	}
 	h := sha256.New()
 	h.Write(s.digest[:])
 	h.Write(s.inputs[:])
@@ -27,8 +30,12 @@ func (s *Spec) Revision() string {
 
 // inputsDigest digests what besides its bytes makes a spec what it is: the --var
 // values, and (keyed with opts.RevisionKey) the content of the files it reads. A
-// file that cannot be read counts as its error: validation reports it anyway.
+// file that cannot be read counts as its error: validation reports it anyway. It is
+// zero for a spec that has neither.
 func inputsDigest(s *Spec, opts Options) [32]byte {
+	if len(opts.Vars) == 0 && !readsFiles(s) {
+		return [32]byte{}
+	}
 	h := sha256.New()
 	names := sortedKeys(opts.Vars)
 	for _, n := range names {
@@ -90,4 +97,38 @@ func writeField(w io.Writer, kind, value string) {
 		w.Write([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
 		io.WriteString(w, part)
 	}
+}
+
+// readsFiles reports whether the spec reads env_files, value_from or from_file.
+func readsFiles(s *Spec) bool {
+	if len(s.EnvFiles) > 0 {
+		return true
+	}
+	secret := func(vars []EnvVar) bool {
+		for _, v := range vars {
+			if v.ValueFrom != nil {
+				return true
+			}
+		}
+		return false
+	}
+	if secret(s.Env) {
+		return true
+	}
+	for _, ic := range s.InitContainers {
+		if secret(ic.Env) {
+			return true
+		}
+	}
+	for _, c := range s.Containers {
+		if secret(c.Env) {
+			return true
+		}
+	}
+	for _, f := range s.Files {
+		if f.FromFile != "" {
+			return true
+		}
+	}
+	return false
 }
