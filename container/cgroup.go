@@ -53,29 +53,53 @@ func (c *Container) setCgroupStatus(path string, applied bool) {
 // or it was removed. Safe from any goroutine (the notify actions of resources).
 func (c *Container) Placement() *proc.Cgroup { return c.placed.Load() }
 
-// exited is closed once p has exited and everything else in the container's cgroup
-// has been killed (SPEC §12.3): the loop learns of the exit only then, so no exit
-// count, restart or destroy policy runs while a leftover of the run (a setsid
-// daemon) lives on. The kill runs in a goroutine of its own, begun at the exit, so the
-// loop never blocks on it and nothing waits while the process runs; Kill only reads
-// the group, which the loop does not change while it runs.
-func (c *Container) exited(p *proc.Process) <-chan struct{} {
-	if c.Placement() == nil {
-		return p.Done()
-	}
+// exited is closed once p has exited and everything else of its run has been killed
+// (SPEC §12.3, §12.7): the loop learns of the exit only then, so no exit count,
+// restart or destroy policy runs while a leftover of the run (a setsid daemon) lives
+// on. With a cgroup that is everything in it; without one (or while a start-first
+// update shares it with the other run) the run's process group and every process that
+// carries the run's mark. The kill runs in a goroutine of its own, begun at the exit,
+// so the loop never blocks on it and nothing waits while the process runs; Kill only
+// reads the group, which the loop does not change while it runs.
+func (c *Container) exited(p *proc.Process, mark string) <-chan struct{} {
+	placed := c.Placement() != nil
 	done := make(chan struct{})
 	p.OnExit(func() {
-		c.noteExitOOMs()
-		if c.overlap.Load() {
-			// A start-first update: the other run shares the cgroup and must live;
-			// this run's process group goes instead.
-			_ = p.SignalGroup(syscall.SIGKILL)
-		} else {
+		if placed {
+			c.noteExitOOMs()
+		}
+		if placed && !c.overlap.Load() {
 			c.killCgroup()
+		} else {
+			// A start-first update: the other run shares the cgroup and must live;
+			// this run's process group and marked processes go instead.
+			_ = p.SignalGroup(syscall.SIGKILL)
+			c.killMarked(mark)
 		}
 		close(done)
 	})
 	return done
+}
+
+// newRunMark is the TEND_RUN of a new run of the container, or of one of its init
+// commands.
+func (c *Container) newRunMark() string { return proc.NewRunMark(c.cfg.Instance, c.Name()) }
+
+// killMarked kills every process that carries mark, for at most groupKillTimeout.
+func (c *Container) killMarked(mark string) {
+	if n := proc.KillMarked(mark, groupKillTimeout); n > 0 {
+		c.cfg.Log.Info().Str("container", c.Name()).Int("processes", n).Str("mark", mark).Msg("killed what the run left")
+	}
+}
+
+// endInitRun kills what a run of an init command, marked mark, left: everything in
+// the container's cgroup (nothing else of the container runs yet), unless a
+// start-first update's other run shares it, and every process with the mark.
+func (c *Container) endInitRun(mark string) {
+	if c.Placement() != nil && !c.overlap.Load() {
+		c.killCgroup()
+	}
+	c.killMarked(mark)
 }
 
 // noteExitOOMs keeps the group's OOM kills as the run's root process exited, before

@@ -49,6 +49,9 @@ type Config struct {
 	// Sockets are the container's listening sockets (NewSockets; nil: none), bound at
 	// its first start; the container never closes them (sockets.go).
 	Sockets *Sockets
+	// Instance is the real instance.dir, the first part of the marks of the
+	// container's runs (TEND_RUN, proc.NewRunMark).
+	Instance string
 }
 
 // StopOp is one stop operation shared by the containers it stops together.

@@ -12,6 +12,7 @@ import (
 	"github.com/tend-sh/tend/internal/stall"
 	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/probes"
+	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -208,7 +209,7 @@ func waitsFor(p *spec.Probe) string {
 }
 
 func (l *loop) target() probes.Target {
-	return probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity(), Cgroup: l.c.Placement()}
+	return probes.Target{Env: proc.WithRunMark(l.cfg.Env, l.mark), Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity(), Cgroup: l.c.Placement()}
 }
 
 // stopHealth stops everything startHealth started.

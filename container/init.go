@@ -58,11 +58,13 @@ func (l *loop) runInit(ctx context.Context, s specState) error {
 		ic := &sc.Init[i]
 		name := fmt.Sprintf("%s/init[%d]", sc.Name, i)
 		attempts := 0
+		mark := l.c.newRunMark()
 		err := RunUntilSuccess(ctx,
 			func() ([]string, error) { return spec.Argv(ic.Command, cfg.Env) },
-			proc.Cmd{Env: cfg.Env, Dir: cfg.Dir, Stdout: l.c.initWriter(name, cfg.Stdout), Stderr: l.c.initWriter(name, cfg.Stderr), Ident: sc.Identity(), Cgroup: l.c.Placement()},
+			proc.Cmd{Env: proc.WithRunMark(cfg.Env, mark), Dir: cfg.Dir, Stdout: l.c.initWriter(name, cfg.Stdout), Stderr: l.c.initWriter(name, cfg.Stderr), Ident: sc.Identity(), Cgroup: l.c.Placement()},
 			restart.FromSpec(ic.TimeLimit), nil,
 			func(e proc.Exit, _ time.Duration) {
+				l.c.endInitRun(mark) // nothing it started outlives it (SPEC §19.4)
 				attempts++
 				ev := l.log.Info()
 				if !e.Success() {

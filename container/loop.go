@@ -116,6 +116,7 @@ type loop struct {
 	proc       *proc.Process
 	procDone   <-chan struct{}
 	runID      uint64 // which process a probe result is about
+	mark       string // the TEND_RUN of the run started last (runmark.go)
 	startedAt  time.Time
 	killReason string // why tend killed it (liveness), for last_exit.reason
 
@@ -287,7 +288,7 @@ func (l *loop) startProcess() {
 		l.startFailed(proc.Exit{Code: -1, StartErr: err})
 		return
 	}
-	l.proc, l.procDone, l.lastProc = p, l.c.exited(p), p
+	l.proc, l.procDone, l.lastProc = p, l.c.exited(p, l.mark), p
 	l.c.started.Store(true)
 	l.runID++
 	pid := p.Pid()
@@ -315,7 +316,8 @@ func (l *loop) spawn() (*proc.Process, error) {
 		}
 	}()
 	// Not into files: the deferred close is of the hooks' files alone.
-	env, fds, err := l.withSockets(l.processEnv(), files)
+	l.mark = l.c.newRunMark()
+	env, fds, err := l.withSockets(proc.WithRunMark(l.processEnv(), l.mark), files)
 	if err != nil {
 		return nil, err
 	}

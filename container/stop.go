@@ -153,7 +153,7 @@ func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
 		destroy:   destroy,
 		waits:     l.sc.TermBarrier == spec.BarrierWait,
 		barriers:  append([]*Barrier(nil), op.Barriers...),
-		target:    probes.Target{Env: l.cfg.Env, Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity(), Cgroup: l.c.Placement()},
+		target:    probes.Target{Env: proc.WithRunMark(l.cfg.Env, l.mark), Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity(), Cgroup: l.c.Placement()},
 		events:    l.stopSteps,
 		kill:      ctx,
 		cancelAll: cancel,

@@ -374,6 +374,7 @@ func BecomeSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("become child subreaper: %w", err)
 	}
+	subreaper.Store(true)
 	startReaper()
 	return nil
 }

@@ -31,6 +31,14 @@ func (sv *Supervisor) openCgroups() error {
 	sv.mu.Lock()
 	sv.cgroups = tree
 	sv.mu.Unlock()
+	if tree.Mode == cgroup.ModeOff {
+		// What an earlier tend of the instance left running when it crashed (SPEC
+		// §18.5; with cgroups Open removed it with its groups). A look at every
+		// process, once.
+		if n := proc.KillInstanceMarked(realDir(sv.spec.Instance.Dir), initKillTimeout); n > 0 {
+			sv.log.Warn().Int("processes", n).Msg("killed the processes an earlier tend of this instance left")
+		}
+	}
 	ev := sv.log.Info().Str("mode", string(tree.Mode))
 	if tree.Mode == cgroup.ModeOff {
 		if want != spec.CgroupsOff {
@@ -157,4 +165,12 @@ func realDir(dir string) string {
 		return abs
 	}
 	return dir
+}
+
+// killMarked kills what a run of the init container name, marked mark, left that is
+// not in its cgroup (cgroups off, or it left it).
+func (sv *Supervisor) killMarked(mark, name string) {
+	if n := proc.KillMarked(mark, initKillTimeout); n > 0 {
+		sv.log.Info().Str("init_container", name).Int("processes", n).Str("mark", mark).Msg("killed what the run left")
+	}
 }

@@ -107,7 +107,8 @@ func (sv *Supervisor) prepare(ctx context.Context) error {
 func (sv *Supervisor) runInitContainers(ctx context.Context, s *spec.Spec) error {
 	for i := range s.InitContainers {
 		ic := &s.InitContainers[i]
-		env := s.ProcessEnvAs(ic.Env, ic.Identity())
+		mark := proc.NewRunMark(realDir(s.Instance.Dir), ic.Name)
+		env := proc.WithRunMark(s.ProcessEnvAs(ic.Env, ic.Identity()), mark)
 		sv.log.Info().Str("init_container", ic.Name).Msg("running init container")
 		ring := sv.logs.ring(ic.Name, spec.DefaultKeepLines)
 		g, err := sv.initCgroup(ic.Name)
@@ -128,6 +129,7 @@ func (sv *Supervisor) runInitContainers(ctx context.Context, s *spec.Spec) error
 			func() { sv.setInit(i, func(st *status.InitContainer) { st.State = status.Running }) },
 			func(e proc.Exit, retryIn time.Duration) {
 				sv.emptyInitCgroup(g, ic.Name) // before the run counts (SPEC §12.3)
+				sv.killMarked(mark, ic.Name)
 				sv.initFinished(i, e, retryIn)
 			})
 		sv.removeInitCgroup(g, ic.Name)

@@ -185,16 +185,17 @@ func (sv *Supervisor) newContainer(s *spec.Spec, cs *spec.Container, stoppedByRe
 		logFile = s.WorkDir(cs.Log.File) // relative to instance.dir, like working_dir
 	}
 	c, err := container.New(container.Config{
-		Spec:    cs,
-		Env:     s.ContainerEnv(cs),
-		Dir:     s.WorkDir(cs.WorkingDir),
-		LogFile: logFile,
-		LogRoot: s.Instance.Dir,
-		Stdout:  sv.stdout,
-		Stderr:  sv.stderr,
-		Logs:    sv.logs.ring(cs.Name, cs.KeepLines()),
-		Log:     sv.log,
-		Changed: sv.notify,
+		Spec:     cs,
+		Env:      s.ContainerEnv(cs),
+		Instance: realDir(s.Instance.Dir),
+		Dir:      s.WorkDir(cs.WorkingDir),
+		LogFile:  logFile,
+		LogRoot:  s.Instance.Dir,
+		Stdout:   sv.stdout,
+		Stderr:   sv.stderr,
+		Logs:     sv.logs.ring(cs.Name, cs.KeepLines()),
+		Log:      sv.log,
+		Changed:  sv.notify,
 
 		StoppedByRequest: stoppedByRequest,
 		Sockets:          sv.socketsFor(s, cs),
