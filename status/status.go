@@ -298,6 +298,11 @@ type Document struct {
 	Resources        []Resource        `json:"resources,omitempty"`
 	DynamicResources []DynamicResource `json:"dynamic_resources,omitempty"`
 	ReloadError      string            `json:"reload_error"`
+	// Revisions are the instance's revisions, newest first (docs/reference.md
+	// "Updates and rollback"); SpecFileRevision is the spec file's when it is not the
+	// active one.
+	Revisions        []Revision `json:"revisions"`
+	SpecFileRevision string     `json:"spec_file_revision,omitempty"`
 	// ConsoleDroppedLines counts the lines of containers and of tend's own log that
 	// tend's stdout and stderr did not take in time (nobody reading them) and that
 	// were dropped instead of stalling supervision. Log files and `tend logs` have them.
@@ -312,3 +317,25 @@ type Cgroups struct {
 	Mode   string `json:"mode"`
 	Reason string `json:"reason"`
 }
+
+// Revision is one revision of the instance: a whole spec, installed in its store and
+// possibly active (docs/reference.md "Updates and rollback").
+type Revision struct {
+	ID          string    `json:"id"`
+	Active      bool      `json:"active"`
+	Source      string    `json:"source"` // "file" or "api"
+	CreatedAt   Time      `json:"created_at"`
+	ActivatedAt *Time     `json:"activated_at"`
+	Installed   Condition `json:"installed"`
+	Ready       Condition `json:"ready"`
+	DiskBytes   int64     `json:"disk_bytes"`
+}
+
+// Reasons of a revision's installed and ready conditions.
+const (
+	ReasonInstalling    Reason = "Installing"    // its resources and files are being put in its store
+	ReasonInstallFailed Reason = "InstallFailed" // the message names what and why
+	ReasonInstalled     Reason = "Installed"     // ready to be activated
+	ReasonInactive      Reason = "Inactive"      // installed, not the active one
+	ReasonRolledBack    Reason = "RolledBack"    // it was not ready in time and was rolled back
+)
