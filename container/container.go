@@ -305,6 +305,9 @@ func initialStatus(sc *spec.Container, stoppedByRequest bool, now time.Time) sta
 		LimitsApplied:    !sc.Limits.IsSet(), // until OpenCgroup has written them
 		AffectsReadiness: sc.CountsForReadiness(),
 	}
+	if sc.Schedule != "" {
+		st.Ready = status.NewCondition(true, status.ReasonScheduled, scheduledMessage, now)
+	}
 	if stoppedByRequest {
 		st.TargetState = spec.TargetRemoved
 	}

@@ -143,13 +143,19 @@ func (l *loop) onHold(waitingFor []string) {
 func (l *loop) onProceed() {
 	switch l.state {
 	case stateWaiting:
-		l.st.WaitingFor = []string{}
 		if l.sched != nil {
-			// A scheduled container begins at its next time (schedule.go).
-			l.st.Ready.Set(false, status.ReasonWaiting, "waiting for its schedule", time.Now())
-			l.publish()
+			// A scheduled container begins at its next time (schedule.go). Only a
+			// change publishes: every publication runs the supervisor's gate, which
+			// proceeds a waiting container whose conditions hold, so publishing a
+			// proceed that changed nothing spun a core until the first run.
+			changed := len(l.st.WaitingFor) > 0
+			l.st.WaitingFor = []string{}
+			if l.st.Ready.Set(true, status.ReasonScheduled, scheduledMessage, time.Now()) || changed {
+				l.publish()
+			}
 			return
 		}
+		l.st.WaitingFor = []string{}
 		l.begin()
 	default:
 		// Started or stopped meanwhile.

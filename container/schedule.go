@@ -14,6 +14,10 @@ import (
 // while a run is going is skipped. The timer is the loop's like every other, and
 // onSchedule switches on the state.
 
+// scheduledMessage is the ready condition's message of a container waiting for its
+// schedule: it counts as ready (nothing is wrong), as it does while it runs.
+const scheduledMessage = "waiting for its schedule"
+
 // armSchedule parses the spec's schedule and sets its timer for the first time.
 func (l *loop) armSchedule() {
 	if l.sc.Schedule == "" {
@@ -27,7 +31,7 @@ func (l *loop) armSchedule() {
 	}
 	l.sched = s
 	if l.state == stateWaiting && !l.cfg.Held {
-		l.st.Ready.Set(false, status.ReasonWaiting, "waiting for its schedule", time.Now())
+		l.st.Ready.Set(true, status.ReasonScheduled, scheduledMessage, time.Now())
 	}
 	l.setSchedule(s.Next(time.Now()))
 	l.publish()

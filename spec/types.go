@@ -163,8 +163,13 @@ type Container struct {
 
 // CountsForReadiness reports whether the container's ready condition is part of the
 // instance's: affects_readiness after Load; a container built by hand (tests, no
-// defaults applied) counts, as the default says.
+// defaults applied) counts, as the default says. A scheduled container never counts:
+// waiting for its time, running or after a failed run, it does not take the instance
+// out of service (docs/reference.md "Schedules").
 func (c *Container) CountsForReadiness() bool {
+	if c.Schedule != "" {
+		return false
+	}
 	return !c.AffectsReadiness.IsSet() || c.AffectsReadiness.Get()
 }
 

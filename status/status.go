@@ -87,6 +87,7 @@ type Reason string
 const (
 	ReasonNotStarted           Reason = "NotStarted"           // it has not started yet
 	ReasonWaiting              Reason = "Waiting"              // for its depends_on conditions
+	ReasonScheduled            Reason = "Scheduled"            // waits for its schedule's next time
 	ReasonRunning              Reason = "Running"              // alive; ready without a readiness probe
 	ReasonStartupProbe         Reason = "StartupProbe"         // the startup probe has not passed yet
 	ReasonNotProbed            Reason = "NotProbed"            // the readiness probe has not passed yet
