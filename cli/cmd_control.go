@@ -282,6 +282,9 @@ func (a *api) unreachable(err error) error {
 
 // printStatus prints the status document as a table for people.
 func printStatus(w io.Writer, doc status.Document) {
+	if line := limitsLine(doc); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	fmt.Fprintf(w, "instance %s  revision %s  state %s  installed %s  ready %s\n",
 		doc.Instance, doc.Revision, doc.State, doc.Installed.Status, doc.Ready.Status)
 	if !doc.Ready.True() && doc.Ready.Message != "" {
@@ -402,4 +405,23 @@ func exitText(x *status.Exit) string {
 		return "-"
 	}
 	return x.Reason
+}
+
+// limitsLine is the line status opens with when a container's limits could not be
+// applied (SPEC §12.7): with cgroups off, "cgroups off: <reason>; limits not applied
+// to <containers>"; "" when every limit applies.
+func limitsLine(doc status.Document) string {
+	var names []string
+	for _, c := range doc.Containers {
+		if !c.LimitsApplied {
+			names = append(names, c.Name)
+		}
+	}
+	switch {
+	case len(names) == 0:
+		return ""
+	case doc.Cgroups.Mode == "off":
+		return fmt.Sprintf("cgroups off: %s; limits not applied to %s", doc.Cgroups.Reason, strings.Join(names, ", "))
+	}
+	return fmt.Sprintf("limits not applied to %s (tend describe NAME says why)", strings.Join(names, ", "))
 }

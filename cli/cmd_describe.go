@@ -87,7 +87,11 @@ func printDetail(w io.Writer, d status.ContainerDetail, now time.Time) {
 		field("Log error", d.LogError)
 	}
 	field("Cgroup", dash(d.Cgroup))
-	field("Limits applied", yesNo(d.LimitsApplied))
+	if d.LimitsApplied || d.LimitsReason == "" {
+		field("Limits applied", yesNo(d.LimitsApplied))
+	} else {
+		field("Limits applied", "no ("+d.LimitsReason+")")
+	}
 	u := d.Usage
 	field("Usage", fmt.Sprintf("CPU %.2f s (%.1f%% now), memory %s, pids %d, OOM kills %d",
 		u.CPUSeconds, u.CPUPercent, status.HumanBytes(u.MemoryBytes), u.Pids, u.OOMKills))

@@ -2,6 +2,7 @@ package container
 
 import (
 	"context"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,7 +25,11 @@ const groupKillTimeout = 5 * time.Second
 func (c *Container) OpenCgroup(tree *cgroup.Tree) ([]cgroup.LimitError, error) {
 	g, err := tree.Group(cgroup.KindContainers, c.Name())
 	if err != nil {
-		c.setCgroupStatus("", !c.cfg.Spec.Limits.IsSet())
+		reason := ""
+		if c.cfg.Spec.Limits.IsSet() {
+			reason = "no cgroup: " + err.Error()
+		}
+		c.setCgroupStatus("", reason)
 		return nil, err
 	}
 	c.group, c.freshGroup = g, g.Fresh()
@@ -37,15 +42,19 @@ func (c *Container) OpenCgroup(tree *cgroup.Tree) ([]cgroup.LimitError, error) {
 	for _, e := range errs {
 		c.cfg.Log.Warn().Str("container", c.Name()).Str("limit", e.Limit).Str("reason", e.Err.Error()).Msg("limit not applied")
 	}
-	c.setCgroupStatus(g.Path(), len(errs) == 0)
+	var reasons []string
+	for _, e := range errs {
+		reasons = append(reasons, e.Error())
+	}
+	c.setCgroupStatus(g.Path(), strings.Join(reasons, "; "))
 	return errs, nil
 }
 
-// setCgroupStatus shows the cgroup and whether the limits apply. Only before Run:
-// afterwards the loop owns the status.
-func (c *Container) setCgroupStatus(path string, applied bool) {
+// setCgroupStatus shows the cgroup and whether the limits apply: why not, or "" when
+// they do. Only before Run: afterwards the loop owns the status.
+func (c *Container) setCgroupStatus(path, notApplied string) {
 	st := *c.status.Load()
-	st.Cgroup, st.LimitsApplied = path, applied
+	st.Cgroup, st.LimitsApplied, st.LimitsReason = path, notApplied == "", notApplied
 	c.status.Store(&st)
 }
 

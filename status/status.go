@@ -237,6 +237,9 @@ type Container struct {
 	// LimitsApplied is false when a limit of the container could not be written (a
 	// warning at start says which and why); true otherwise, also without limits.
 	LimitsApplied bool `json:"limits_applied"`
+	// LimitsReason is why not, one "LIMIT: reason" per limit not applied ("; "
+	// between); "" while limits_applied is true (SPEC §12.7).
+	LimitsReason string `json:"limits_reason,omitempty"`
 	// Usage is what the container uses (SPEC §12.4), from its cgroup or /proc.
 	Usage Usage `json:"usage"`
 }

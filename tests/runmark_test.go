@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tend-sh/tend/status"
 )
 
 // gcState is the state letter of the process whose pid is in file, as a container's
@@ -77,4 +79,27 @@ func realPath(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// With cgroups off and a container limit, `tend status` opens with the line that
+// says so and names the container, and `tend describe` says why beside limits
+// applied.
+func TestStatusSaysCgroupsOff(t *testing.T) {
+	tp := start(t, `
+instance: {cgroups: off}
+containers:
+  - {name: web, command: sleep 600, limits: {memory: 64Mi}}
+  - {name: db, command: sleep 600, limits: {cpu: 0.5}}
+  - {name: plain, command: sleep 600}
+`)
+	tp.waitStatus(10*time.Second, "web running", func(d status.Document) bool { return containerStatus(d, "web").Pid != nil })
+	out, errOut, code := runCLI(t, tp.dir, "status", "--listen", "unix:"+tp.sock)
+	first, _, _ := strings.Cut(out, "\n")
+	if want := "cgroups off: want off; limits not applied to web, db"; code != 0 || first != want {
+		t.Errorf("tend status: exit %d, first line %q, want %q\n%s%s", code, first, want, out, errOut)
+	}
+	out, errOut, code = runCLI(t, tp.dir, "describe", "--listen", "unix:"+tp.sock, "web")
+	if code != 0 || !regexp.MustCompile(`Limits applied:?\s+no \(memory: cgroups are off: want off\)`).MatchString(out) {
+		t.Errorf("tend describe web: exit %d, want `Limits applied  no (memory: cgroups are off: want off)`\n%s%s", code, out, errOut)
+	}
 }
