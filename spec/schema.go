@@ -190,7 +190,8 @@ var schemaEnums = sync.OnceValue(func() map[string][]any {
 })
 
 // schemaDefaults are the defaults of applyDefaults that do not depend on where the
-// type is used (time_limit's do: they are in its descriptions).
+// type is used (time_limit's do: they are in its descriptions). A test checks both
+// against what applyDefaults writes (schema_defaults_test.go).
 var schemaDefaults = sync.OnceValue(func() map[string]any {
 	return map[string]any{
 		"Instance.init_timeout_ms":               0,
@@ -205,6 +206,7 @@ var schemaDefaults = sync.OnceValue(func() map[string]any {
 		"RestartPolicy.stable_after_ms":          DefaultRestartStableAfterMs,
 		"RestartPolicy.mode":                     ModeAlways,
 		"RestartPolicy.max_failures":             DefaultMaxFailures,
+		"RestartPolicy.on_give_up":               GiveUpStop,
 		"Container.max_run_ms":                   DefaultMaxRunMs,
 		"Container.affects_readiness":            DefaultAffectsReadiness,
 		"Container.term_barrier":                 BarrierIgnore,
@@ -222,6 +224,7 @@ var schemaDefaults = sync.OnceValue(func() map[string]any {
 		"TCPSocket.host":                         DefaultTCPHost,
 		"Log.max_size_mb":                        DefaultLogMaxSizeMb,
 		"Log.max_files":                          DefaultLogMaxFiles,
+		"Log.keep_lines":                         DefaultKeepLines,
 		"Resource.checksum":                      DefaultChecksum,
 		"Resource.check_period":                  DefaultCheckPeriod,
 		"DynamicResource.checksum":               DefaultChecksum,
