@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/tend-sh/tend/internal/beneath"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -113,6 +116,7 @@ func (k *kept) intact(path string) error {
 
 // dynamic is one dynamic resource.
 type dynamic struct {
+	root     string // instance.dir, which storage_dir is resolved beneath
 	storage  string // absolute storage_dir
 	dest     string // absolute destination
 	progress Progress
@@ -133,7 +137,7 @@ func newDynamic(s *spec.Spec, d spec.DynamicResource) (*dynamic, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamic resource %q: %w", d.Name, err)
 	}
-	r := &dynamic{spec: d, sum: sum, storage: s.WorkDir(d.StorageDir), dest: s.WorkDir(d.Destination), state: StateFetching, active: -1}
+	r := &dynamic{spec: d, sum: sum, root: s.Instance.Dir, storage: s.WorkDir(d.StorageDir), dest: s.WorkDir(d.Destination), state: StateFetching, active: -1}
 	r.progress.reset(-1)
 	return r, nil
 }
@@ -178,16 +182,13 @@ func sameVersion(a, b spec.DynamicResource) bool {
 // open makes storage_dir (one level: its parent must exist), loads the state,
 // undoes a switch a killed tend left unfinished and checks the destination.
 func (r *dynamic) open() error {
-	if err := os.Mkdir(r.storage, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("storage_dir: %w", err)
-	}
-	if fi, err := os.Stat(r.storage); err != nil || !fi.IsDir() {
-		return fmt.Errorf("storage_dir %s is not a directory", r.storage)
+	if err := r.checkStorage(true); err != nil {
+		return err
 	}
 	if err := checkDestination(r.dest); err != nil {
 		return err
 	}
-	b, err := os.ReadFile(filepath.Join(r.storage, stateFile))
+	b, err := readBeneath(r.root, filepath.Join(r.storage, stateFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		r.st = dynState{}
@@ -211,6 +212,35 @@ func (r *dynamic) open() error {
 	return nil
 }
 
+// checkStorage makes storage_dir when mkdir says (one level: its parent must exist)
+// and checks that it is a directory beneath instance.dir: a container's user who
+// owns instance.dir may have replaced it, or a directory above it, with a symlink
+// leading out, and tend downloads into it and removes old versions from it as root.
+func (r *dynamic) checkStorage(mkdir bool) error {
+	if mkdir {
+		d, name, err := beneath.OpenParent(r.root, r.storage)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = &fs.PathError{Op: "mkdir", Path: r.storage, Err: unix.ENOENT}
+		}
+		if err != nil {
+			return fmt.Errorf("storage_dir: %w", err)
+		}
+		err = unix.Mkdirat(int(d.Fd()), name, 0o755)
+		d.Close()
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("storage_dir: %w", &fs.PathError{Op: "mkdir", Path: r.storage, Err: err})
+		}
+	}
+	d, err := beneath.OpenDir(r.root, r.storage)
+	if err != nil {
+		if errors.Is(err, unix.ENOTDIR) {
+			return fmt.Errorf("storage_dir %s is not a directory", r.storage)
+		}
+		return fmt.Errorf("storage_dir: %w", err)
+	}
+	return d.Close()
+}
+
 // checkDestination refuses a destination that exists and is not a symlink: it is
 // never overwritten.
 func checkDestination(dest string) error {
@@ -222,7 +252,7 @@ func checkDestination(dest string) error {
 }
 
 func (r *dynamic) save() error {
-	if err := writeJSONAtomic(filepath.Join(r.storage, stateFile), r.st); err != nil {
+	if err := writeJSONAtomic(r.root, filepath.Join(r.storage, stateFile), r.st); err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
 	return nil
@@ -289,8 +319,11 @@ func (m *Manager) stageDynamic(ctx context.Context, r *dynamic, d spec.DynamicRe
 		m.opts.Log.Info().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Str("path", k.Path).Msg("reusing a kept version with the same urls")
 		return version{Revision: d.Revision, Path: k.Path}, nil
 	}
+	if err := r.checkStorage(false); err != nil {
+		return version{}, err
+	}
 	path := r.freePath(d.Revision)
-	removeStale(r.storage, path)
+	removeStale(r.root, r.storage, path)
 	r.set(StateFetching, r.reason)
 	m.opts.Changed()
 	m.opts.Log.Info().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Strs("urls", d.URLs).Msg("fetching dynamic resource")
@@ -298,12 +331,12 @@ func (m *Manager) stageDynamic(ctx context.Context, r *dynamic, d spec.DynamicRe
 	var finish func(string) (string, error)
 	if d.Extract {
 		finish = func(archive string) (string, error) {
-			t, dir, err := m.unpack(d.Name, archive, r.storage, "."+path+".tend-stage-*")
+			t, dir, err := m.unpack(r.root, d.Name, archive, r.storage, "."+path+".tend-stage-*")
 			tree = t
 			return dir, err
 		}
 	}
-	src := Source{Name: d.Name, URLs: d.URLs, Checksum: r.sum}
+	src := Source{Name: d.Name, URLs: d.URLs, Checksum: r.sum, Root: r.root}
 	staged, err := m.fetch.fetch(ctx, src, r.storage, "."+path+".tend-part-*", &r.progress, rounds, finish, nil, func(err error) {
 		r.set(StateFailed, err.Error())
 		m.opts.Changed()
@@ -318,42 +351,49 @@ func (m *Manager) stageDynamic(ctx context.Context, r *dynamic, d spec.DynamicRe
 		// changed version later.
 		if digest = digestOf(r.sum); digest == "" {
 			if digest, err = FileDigest(staged); err != nil {
-				os.RemoveAll(staged)
+				_ = beneath.RemoveAll(r.root, staged)
 				return version{}, err
 			}
 		}
 	}
-	if err := replace(staged, filepath.Join(r.storage, path)); err != nil {
-		os.RemoveAll(staged)
+	if err := replace(r.root, staged, filepath.Join(r.storage, path)); err != nil {
+		_ = beneath.RemoveAll(r.root, staged)
 		return version{}, err
 	}
 	r.st.Kept = append(r.st.Kept, kept{Path: path, Revision: d.Revision, URLs: d.URLs, Checksum: d.Checksum, Extract: d.Extract, Tree: tree, Digest: digest})
 	if err := r.save(); err != nil {
 		r.st.Kept = r.st.Kept[:len(r.st.Kept)-1]
-		os.RemoveAll(filepath.Join(r.storage, path))
+		_ = beneath.RemoveAll(r.root, filepath.Join(r.storage, path))
 		return version{}, err
 	}
 	return version{Revision: d.Revision, Path: path}, nil
 }
 
 // switchLink points the destination at target atomically: a new symlink beside it
-// renamed over the old one, so there is never a moment without it.
-func switchLink(dest, target string) error {
+// renamed over the old one, so there is never a moment without it. The destination's
+// directory is resolved beneath root (instance.dir) and both steps act in it.
+func switchLink(root, dest, target string) error {
 	if err := checkDestination(dest); err != nil {
 		return err
 	}
 	if cur, err := os.Readlink(dest); err == nil && cur == target {
 		return nil
 	}
-	tmp := filepath.Join(filepath.Dir(dest), "."+filepath.Base(dest)+".tend-link-"+randomSuffix())
-	if err := os.Symlink(target, tmp); err != nil {
+	d, name, err := beneath.OpenParent(root, dest)
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, dest); err != nil {
-		os.Remove(tmp)
-		return err
+	defer d.Close()
+	dfd := int(d.Fd())
+	tmp := "." + name + ".tend-link-" + randomSuffix()
+	if err := unix.Symlinkat(target, dfd, tmp); err != nil {
+		return &os.LinkError{Op: "symlink", Old: target, New: filepath.Join(filepath.Dir(dest), tmp), Err: err}
 	}
-	return syncDir(filepath.Dir(dest))
+	if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
+		_ = unix.Unlinkat(dfd, tmp, 0)
+		return &os.LinkError{Op: "rename", Old: tmp, New: dest, Err: err}
+	}
+	return d.Sync()
 }
 
 func (r *dynamic) pathOf(v version) string {
@@ -374,7 +414,7 @@ func (r *dynamic) begin(v version, d spec.DynamicResource, verify bool) error {
 		r.st.Trying = nil
 		return err
 	}
-	if err := switchLink(r.dest, r.pathOf(v)); err != nil {
+	if err := switchLink(r.root, r.dest, r.pathOf(v)); err != nil {
 		r.st.Trying = nil
 		_ = r.save() // a trial left in the file is undone at start-up
 		return err
@@ -417,7 +457,7 @@ func (r *dynamic) abandon(reason string) error {
 		return nil
 	}
 	if r.st.Active != nil {
-		if err := switchLink(r.dest, r.pathOf(*r.st.Active)); err != nil {
+		if err := switchLink(r.root, r.dest, r.pathOf(*r.st.Active)); err != nil {
 			return err
 		}
 		r.setActive(r.st.Active.Revision)
@@ -483,7 +523,7 @@ func (m *Manager) evict(r *dynamic, count int) {
 			return
 		}
 		k := r.st.Kept[victim]
-		if err := os.RemoveAll(filepath.Join(r.storage, k.Path)); err != nil {
+		if err := beneath.RemoveAll(r.root, filepath.Join(r.storage, k.Path)); err != nil {
 			m.opts.Log.Warn().Str("dynamic_resource", r.name()).Str("path", k.Path).Err(err).Msg("cannot remove an old version")
 			return
 		}

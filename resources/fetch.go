@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tend-sh/tend/internal/beneath"
 	"github.com/tend-sh/tend/restart"
 )
 
@@ -31,6 +32,7 @@ type Source struct {
 	Name     string // the resource's name, for messages
 	URLs     []string
 	Checksum Checksum
+	Root     string // instance.dir: the download's directory is resolved beneath it
 }
 
 // fetchable returns the URLs tend can fetch (http, https, file) and the ones it
@@ -183,14 +185,14 @@ func (f *fetcher) attempt(ctx context.Context, src Source, rawURL, dir, prefix s
 		return "", err
 	}
 	defer d.close()
-	tmp, err := os.CreateTemp(dir, prefix)
+	tmp, err := createTemp(src.Root, dir, prefix)
 	if err != nil {
 		return "", err
 	}
 	defer func() {
 		if err != nil {
 			tmp.Close()
-			os.Remove(tmp.Name())
+			_ = beneath.RemoveAll(src.Root, tmp.Name())
 		}
 	}()
 	p.reset(d.total)
@@ -210,7 +212,7 @@ func (f *fetcher) attempt(ctx context.Context, src Source, rawURL, dir, prefix s
 	if err := src.Checksum.check(h); err != nil {
 		return "", err
 	}
-	// CreateTemp makes the file private; a resource is read by the containers.
+	// createTemp makes the file private; a resource is read by the containers.
 	if err := tmp.Chmod(0o644); err != nil {
 		return "", err
 	}

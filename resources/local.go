@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 )
@@ -95,7 +94,7 @@ type localFile struct {
 // may have changed on disk since) into a temporary file in r.dir named after prefix,
 // the way a file: URL is fetched: read once, hashed on the way, mode 0644, fsynced.
 func (m *Manager) copyLocal(ctx context.Context, r *static, prefix string) (string, bool) {
-	src := Source{Name: r.spec.Name, Checksum: r.sum}
+	src := Source{Name: r.spec.Name, Checksum: r.sum, Root: r.dir}
 	for _, lf := range m.localFiles(r) {
 		for _, p := range lf.paths {
 			path, err := m.fetch.attempt(ctx, src, fileURL(p), r.dir, prefix, &r.progress)
@@ -142,7 +141,7 @@ func (m *Manager) localFiles(r *static) []localFile {
 // keptFiles lists d's kept versions that are files with checksum sum. It reads the
 // state file, not d.st: that belongs to the goroutine preparing or reloading d.
 func (d *dynamic) keptFiles(sum Checksum) []localFile {
-	b, err := os.ReadFile(filepath.Join(d.storage, stateFile))
+	b, err := readBeneath(d.root, filepath.Join(d.storage, stateFile))
 	var st dynState
 	if err != nil || json.Unmarshal(b, &st) != nil {
 		return nil

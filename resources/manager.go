@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/tend-sh/tend/internal/beneath"
 	"github.com/tend-sh/tend/probes"
 	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
@@ -96,7 +96,7 @@ func (m *Manager) removeTemps(s *spec.Spec, dynamics []*dynamic) {
 	}
 	slices.Sort(dirs)
 	for _, dir := range slices.Compact(dirs) {
-		if removed := removeTemps(dir); len(removed) > 0 {
+		if removed := removeTemps(s.Instance.Dir, dir); len(removed) > 0 {
 			m.opts.Log.Info().Str("dir", dir).Strs("removed", removed).Msg("removed temporary files a previous tend left")
 		}
 	}
@@ -151,7 +151,7 @@ func (m *Manager) keepRejected(r *dynamic, rej *rejected) error {
 		log.Msg("this revision was rejected before and there is no other version")
 		return nil
 	}
-	if err := switchLink(r.dest, r.pathOf(*r.st.Active)); err != nil {
+	if err := switchLink(r.root, r.dest, r.pathOf(*r.st.Active)); err != nil {
 		return err
 	}
 	r.set(StateRolledBack, rej.Reason)
@@ -193,6 +193,7 @@ func (m *Manager) reloadStatic(ctx context.Context, next *spec.Spec) error {
 // stages while everything runs and commits once the containers have stopped.
 type StaticReload struct {
 	m      *Manager
+	root   string // instance.dir of the next spec, which staged paths are beneath
 	old    []*static
 	plan   staticPlan
 	staged []string
@@ -208,7 +209,7 @@ func (m *Manager) StageStatic(ctx context.Context, next *spec.Spec) (*StaticRelo
 	if err != nil {
 		return nil, err
 	}
-	st := &StaticReload{m: m, old: old, plan: plan, staged: make([]string, len(plan.fetch))}
+	st := &StaticReload{m: m, root: next.Instance.Dir, old: old, plan: plan, staged: make([]string, len(plan.fetch))}
 	if len(plan.fetch) > 0 {
 		m.setStatic(plan.list) // status shows the downloads' progress
 	}
@@ -231,7 +232,7 @@ func (m *Manager) StageStatic(ctx context.Context, next *spec.Spec) (*StaticRelo
 func (st *StaticReload) Abandon() {
 	for _, p := range st.staged {
 		if p != "" {
-			os.RemoveAll(p)
+			_ = beneath.RemoveAll(st.root, p)
 		}
 	}
 	st.m.setStatic(st.old)

@@ -3,6 +3,7 @@ package resources
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,66 +12,78 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tend-sh/tend/internal/beneath"
 )
 
 // replace puts staged (a file or a directory beside dst) at dst in one step: a
 // rename when dst does not exist, else an exchange of the two (renameat2
 // RENAME_EXCHANGE), so dst is never missing and a file may replace a directory or
-// the other way round. The old content is then removed.
-func replace(staged, dst string) error {
-	if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
-		if err := os.Rename(staged, dst); err != nil {
+// the other way round. The old content is then removed. Both directories are
+// resolved beneath root (instance.dir) and the renames act on their descriptors: a
+// symlink someone put in place of either directory, or at dst, is never followed.
+func replace(root, staged, dst string) error {
+	sd, sname, err := beneath.OpenParent(root, staged)
+	if err != nil {
+		return err
+	}
+	defer sd.Close()
+	dd, dname, err := beneath.OpenParent(root, dst)
+	if err != nil {
+		return err
+	}
+	defer dd.Close()
+	sfd, dfd := int(sd.Fd()), int(dd.Fd())
+	rename := func(ofd int, oname string, nfd int, nname string) error {
+		if err := unix.Renameat(ofd, oname, nfd, nname); err != nil {
+			return &os.LinkError{Op: "rename", Old: staged, New: dst, Err: err}
+		}
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, dname, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
+		if err := rename(sfd, sname, dfd, dname); err != nil {
 			return err
 		}
-		return syncDir(filepath.Dir(dst))
+		return dd.Sync()
 	}
-	err := unix.Renameat2(unix.AT_FDCWD, staged, unix.AT_FDCWD, dst, unix.RENAME_EXCHANGE)
-	if err != nil {
+	old := sname // where the old content ends up
+	if err := unix.Renameat2(sfd, sname, dfd, dname, unix.RENAME_EXCHANGE); err != nil {
 		// Filesystems without RENAME_EXCHANGE: a plain rename replaces a file or an
 		// empty directory atomically; otherwise move the old one aside first.
-		if err := os.Rename(staged, dst); err != nil {
-			aside := staged + ".old"
-			if err := os.Rename(dst, aside); err != nil {
+		if err := rename(sfd, sname, dfd, dname); err != nil {
+			old = sname + ".old"
+			if err := rename(dfd, dname, sfd, old); err != nil {
 				return err
 			}
-			if err := os.Rename(staged, dst); err != nil {
-				_ = os.Rename(aside, dst)
+			if err := rename(sfd, sname, dfd, dname); err != nil {
+				_ = unix.Renameat(sfd, old, dfd, dname)
 				return err
 			}
-			staged = aside
 		} else {
-			return syncDir(filepath.Dir(dst))
+			return dd.Sync()
 		}
 	}
-	if err := syncDir(filepath.Dir(dst)); err != nil {
+	if err := dd.Sync(); err != nil {
 		return err
 	}
-	return os.RemoveAll(staged)
+	return beneath.RemoveAll(root, filepath.Join(filepath.Dir(staged), old))
 }
 
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// writeFileAtomic writes data to path (resolved beneath root) through a synced
+// temporary file and a rename. The directory may be one a container's user can
+// write: it is opened beneath root, the temporary file is created in it with
+// O_EXCL|O_NOFOLLOW, its mode is set on the open file, never by name, and the
+// rename acts on names in the opened directory, never on a symlink's target.
+func writeFileAtomic(root, path string, data []byte) error {
+	f, err := createTemp(root, filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
-}
-
-// writeFileAtomic writes data to path through a synced temporary file and a rename.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	// The directory may be one a container's user can write: the mode is set on the
-	// open file, never by name (a symlink swapped in for the temporary file would
-	// make a chmod by name change root's file), CreateTemp's O_EXCL creates and
-	// follows nothing, and rename and remove act on names, never on a symlink's target.
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Chmod(0o644)
@@ -82,21 +95,108 @@ func writeFileAtomic(path string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), path)
+		err = replaceFile(root, f.Name(), path)
 	}
 	if err != nil {
-		os.Remove(f.Name())
-		return err
+		_ = beneath.RemoveAll(root, f.Name())
 	}
-	return syncDir(filepath.Dir(path))
+	return err
 }
 
-func writeJSONAtomic(path string, v any) error {
+// replaceFile renames the file tmp over path, both in the same directory.
+func replaceFile(root, tmp, path string) error {
+	d, name, err := beneath.OpenParent(root, path)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := unix.Renameat(int(d.Fd()), filepath.Base(tmp), int(d.Fd()), name); err != nil {
+		return &os.LinkError{Op: "rename", Old: tmp, New: path, Err: err}
+	}
+	return d.Sync()
+}
+
+func writeJSONAtomic(root, path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(b, '\n'))
+	return writeFileAtomic(root, path, append(b, '\n'))
+}
+
+// createTemp is os.CreateTemp with dir resolved beneath root: a new file (O_EXCL,
+// O_NOFOLLOW, mode 0600) whose name is pattern with its last * made random.
+func createTemp(root, dir, pattern string) (*os.File, error) {
+	d, err := beneath.OpenDir(root, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	const flags = unix.O_RDWR | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd := -1
+	name, err := tempName(dir, pattern, func(name string) (err error) {
+		fd, err = unix.Openat(int(d.Fd()), name, flags, 0o600)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// mkdirTemp is os.MkdirTemp with dir resolved beneath root (mode 0700).
+func mkdirTemp(root, dir, pattern string) (string, error) {
+	d, err := beneath.OpenDir(root, dir)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	return tempName(dir, pattern, func(name string) error {
+		return unix.Mkdirat(int(d.Fd()), name, 0o700)
+	})
+}
+
+// tempName calls create with random names made of pattern until one is free (its
+// last * replaced by decimal digits, which isTempName knows), and returns dir/name.
+func tempName(dir, pattern string, create func(name string) error) (string, error) {
+	prefix, suffix := pattern, ""
+	if i := strings.LastIndexByte(pattern, '*'); i >= 0 {
+		prefix, suffix = pattern[:i], pattern[i+1:]
+	}
+	for range 100 {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		name := prefix + strconv.FormatUint(uint64(binary.BigEndian.Uint32(b[:])), 10) + suffix // digits, as os.CreateTemp
+		err := create(name)
+		if err == nil {
+			return filepath.Join(dir, name), nil
+		}
+		if !errors.Is(err, unix.EEXIST) {
+			return "", &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, pattern), Err: err}
+		}
+	}
+	return "", &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, pattern), Err: fs.ErrExist}
+}
+
+// chmodBeneath sets the mode of path (resolved beneath root, a symlink at it not
+// followed) on the open file, never by name.
+func chmodBeneath(root, path string, mode os.FileMode) error {
+	f, err := beneath.OpenFile(root, path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Chmod(mode)
+}
+
+// readBeneath is os.ReadFile of a small state or marker file resolved beneath root.
+func readBeneath(root, path string) ([]byte, error) {
+	f, err := beneath.OpenFile(root, path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 16<<20))
 }
 
 // randomSuffix names temporary entries.
@@ -180,28 +280,37 @@ func isTempName(name string) bool {
 	return false
 }
 
-// removeTemps removes every temporary entry a killed tend left in dir (a partial
-// download stays there for good when the next start wants another name or
-// revision). Only names isTempName accepts are touched.
-func removeTemps(dir string) (removed []string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	for _, e := range entries {
-		if isTempName(e.Name()) && os.RemoveAll(filepath.Join(dir, e.Name())) == nil {
-			removed = append(removed, e.Name())
+// removeTemps removes every temporary entry a killed tend left in dir (resolved
+// beneath root; a partial download stays there for good when the next start wants
+// another name or revision). Only names isTempName accepts are touched.
+func removeTemps(root, dir string) (removed []string) {
+	for _, name := range listBeneath(root, dir) {
+		if isTempName(name) && beneath.RemoveAll(root, filepath.Join(dir, name)) == nil {
+			removed = append(removed, name)
 		}
 	}
 	return removed
 }
 
 // removeStale removes temporary entries a killed tend left in dir for name.
-func removeStale(dir, name string) {
-	matches, _ := filepath.Glob(filepath.Join(dir, "."+globEscape(name)+".tend-*"))
-	for _, m := range matches {
-		os.RemoveAll(m)
+func removeStale(root, dir, name string) {
+	pattern := "." + globEscape(name) + ".tend-*"
+	for _, n := range listBeneath(root, dir) {
+		if ok, _ := filepath.Match(pattern, n); ok {
+			_ = beneath.RemoveAll(root, filepath.Join(dir, n))
+		}
 	}
+}
+
+// listBeneath lists the names in dir, resolved beneath root; none when it cannot.
+func listBeneath(root, dir string) []string {
+	d, err := beneath.OpenDir(root, dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	return names
 }
 
 func globEscape(s string) string {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tend-sh/tend/internal/beneath"
 	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
@@ -148,7 +149,7 @@ func (r *static) adopt() bool {
 		return true
 	}
 	var mk marker
-	b, err := os.ReadFile(r.markerPath())
+	b, err := readBeneath(r.dir, r.markerPath())
 	if err != nil || json.Unmarshal(b, &mk) != nil {
 		return false
 	}
@@ -175,7 +176,7 @@ func (r *static) adopt() bool {
 // has is copied instead of downloaded (copyLocal). rounds bounds the rounds over all
 // URLs (0: until ctx ends).
 func (m *Manager) stageStatic(ctx context.Context, r *static, rounds int, mayAdopt bool) (string, error) {
-	removeStale(r.dir, r.spec.Name)
+	removeStale(r.dir, r.dir, r.spec.Name)
 	if mayAdopt {
 		adopted, err := m.adoptStatic(ctx, r)
 		if err != nil {
@@ -191,12 +192,12 @@ func (m *Manager) stageStatic(ctx context.Context, r *static, rounds int, mayAdo
 	r.mu.Unlock()
 	m.opts.Changed()
 	m.opts.Log.Info().Str("resource", r.spec.Name).Strs("urls", r.spec.URLs).Msg("fetching resource")
-	src := Source{Name: r.spec.Name, URLs: r.spec.URLs, Checksum: r.sum}
+	src := Source{Name: r.spec.Name, URLs: r.spec.URLs, Checksum: r.sum, Root: r.dir}
 	prefix := "." + r.spec.Name + ".tend-part-*"
 	var finish func(string) (string, error)
 	if r.spec.Extract {
 		finish = func(archive string) (string, error) {
-			tree, dir, err := m.unpack(r.spec.Name, archive, r.dir, "."+r.spec.Name+".tend-stage-*")
+			tree, dir, err := m.unpack(r.dir, r.spec.Name, archive, r.dir, "."+r.spec.Name+".tend-stage-*")
 			if err == nil {
 				r.tree = tree
 			}
@@ -215,24 +216,24 @@ func (m *Manager) stageStatic(ctx context.Context, r *static, rounds int, mayAdo
 	})
 }
 
-// unpack extracts archive into a new directory in dir and returns its tree digest
-// and path; the archive is removed either way.
-func (m *Manager) unpack(name, archive, dir, pattern string) (string, string, error) {
-	defer os.Remove(archive)
+// unpack extracts archive into a new directory in dir (resolved beneath root) and
+// returns its tree digest and path; the archive is removed either way.
+func (m *Manager) unpack(root, name, archive, dir, pattern string) (string, string, error) {
+	defer beneath.RemoveAll(root, archive)
 	fi, err := os.Stat(archive)
 	if err != nil {
 		return "", "", err
 	}
-	stage, err := os.MkdirTemp(dir, pattern)
+	stage, err := mkdirTemp(root, dir, pattern)
 	if err != nil {
 		return "", "", err
 	}
 	skipped, err := extract(archive, stage, m.opts.limitsFor(fi.Size()))
 	if err == nil {
-		err = os.Chmod(stage, 0o755)
+		err = chmodBeneath(root, stage, 0o755)
 	}
 	if err != nil {
-		os.RemoveAll(stage)
+		_ = beneath.RemoveAll(root, stage)
 		return "", "", fmt.Errorf("extract: %w", err)
 	}
 	if skipped > 0 {
@@ -240,7 +241,7 @@ func (m *Manager) unpack(name, archive, dir, pattern string) (string, string, er
 	}
 	tree, err := treeDigest(stage)
 	if err != nil {
-		os.RemoveAll(stage)
+		_ = beneath.RemoveAll(root, stage)
 		return "", "", err
 	}
 	return tree, stage, nil
@@ -250,22 +251,22 @@ func (m *Manager) unpack(name, archive, dir, pattern string) (string, string, er
 func (m *Manager) commitStatic(r *static, staged string) error {
 	if err := r.makeExecutable(staged); err != nil {
 		if staged != "" {
-			os.RemoveAll(staged)
+			_ = beneath.RemoveAll(r.dir, staged)
 		}
 		r.set(StateFailed, false, err.Error())
 		m.opts.Changed()
 		return fmt.Errorf("resource %q: %w", r.spec.Name, err)
 	}
 	if staged != "" {
-		if err := replace(staged, r.path); err != nil {
-			os.RemoveAll(staged)
+		if err := replace(r.dir, staged, r.path); err != nil {
+			_ = beneath.RemoveAll(r.dir, staged)
 			r.set(StateFailed, false, err.Error())
 			m.opts.Changed()
 			return fmt.Errorf("resource %q: %w", r.spec.Name, err)
 		}
 	}
 	mk := marker{URLs: r.spec.URLs, Checksum: r.spec.Checksum, Extract: r.spec.Extract, Tree: r.tree}
-	if err := writeJSONAtomic(r.markerPath(), mk); err != nil {
+	if err := writeJSONAtomic(r.dir, r.markerPath(), mk); err != nil {
 		m.opts.Log.Warn().Str("resource", r.spec.Name).Err(err).Msg("cannot write the resource marker; it will be fetched again after a restart")
 	}
 	r.set(StateReady, true, "")
@@ -285,7 +286,7 @@ func (r *static) makeExecutable(staged string) error {
 	if staged == "" {
 		staged = r.path
 	}
-	return os.Chmod(staged, 0o755)
+	return chmodBeneath(r.dir, staged, 0o755)
 }
 
 // verify re-hashes what is in place.

@@ -6,6 +6,7 @@ package tests
 // there.
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -270,5 +271,62 @@ func TestEnvFileErrorsDoNotShowTheLine(t *testing.T) {
 	termAndWait(t, tp, 10*time.Second)
 	if strings.Contains(tp.stdout.String()+tp.stderr.String(), line) {
 		t.Errorf("tend's output shows the line")
+	}
+}
+
+// dynamic_resources: storage_dir replaced by a symlink to a root-owned directory
+// that holds a 1 of its own; the reload to revision 3 (which would
+// evict revision 1) must not download into it nor remove its store/1.
+func TestDynamicVersionsAreNotWrittenOrRemovedThroughAPlantedLink(t *testing.T) {
+	srv := newFileServer(t, map[string]string{"/v1": "v1", "/v2": "v2", "/v3": "v3"})
+	victim := rootOnlyDir(t, "root only\n")
+	precious := filepath.Join(victim, "store", "1")
+	if err := os.MkdirAll(filepath.Dir(precious), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(precious, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	specText := func(rev int) string {
+		return fmt.Sprintf(`
+dynamic_resources:
+  - name: geo
+    revision: %d
+    urls: ["%s/v%d"]
+    storage_dir: store
+    destination: geo
+    cached_revisions_count: 2
+containers:
+  - name: app
+    user: nobody
+    command: `+plant("mv store store.old && ln -s "+victim+"/store store")+`
+`, rev, srv.URL, rev)
+	}
+	tp := start(t, specText(1))
+	nobodyOwns(t, tp.dir)
+	tp.waitStatus(15*time.Second, "geo 1 ready", func(d status.Document) bool {
+		g := dynamicStatus(d, "geo")
+		return g.State == "ready" && g.ActiveRevision == 1 && containerStatus(d, "app").State == status.Running
+	})
+	writeSpec(t, tp, specText(2))
+	post(t, tp, "/v1/reload")
+	tp.waitStatus(15*time.Second, "geo 2 ready", func(d status.Document) bool {
+		g := dynamicStatus(d, "geo")
+		return g.State == "ready" && g.ActiveRevision == 2
+	})
+	plantAndReload(t, tp, specText(3))
+	doc := tp.waitStatus(15*time.Second, "geo failing, or revision 3 in place", func(d status.Document) bool {
+		g := dynamicStatus(d, "geo")
+		return (g.ActiveRevision == 3 && g.State == "ready") || strings.Contains(g.Reason, "leading out")
+	})
+	if b, err := os.ReadFile(precious); err != nil || string(b) != "precious" {
+		t.Errorf("root removed or changed %s through the link: %q %v", precious, b, err)
+	}
+	if got := entries(t, filepath.Dir(precious)); len(got) != 1 {
+		t.Errorf("root wrote through the link: %s holds %v", filepath.Dir(precious), got)
+	}
+	want := filepath.Join(tp.dir, "store") + " is a symlink leading out of the instance directory"
+	if g := dynamicStatus(doc, "geo"); !strings.Contains(g.Reason, want) {
+		t.Errorf("geo = %+v; want a reason with %q", g, want)
 	}
 }
