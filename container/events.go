@@ -57,16 +57,27 @@ func (l *loop) onCommand(cmd *command) bool {
 }
 
 // onUpdate rolls out the changed spec of next (Update) start first in a running
-// container and reports whether it did; in any other state (not running, or an
-// update or a stop in progress) the supervisor replaces the container stop-first.
+// container and reports whether it did. During an update (a new process starting, or
+// the old one draining) it queues the spec, which rolls out start first once that
+// update ends (rollQueued): the running version keeps serving. In any other state
+// (not running, or a stop in progress) the supervisor replaces the container
+// stop-first.
 func (l *loop) onUpdate(next *Container) bool {
 	switch l.state {
 	case stateRunning:
+		l.queued = nil
 		prev := l.specState()
 		l.record(status.Normal, status.ReasonUpdating, "reload: starting the changed spec beside the running process")
 		l.useSpec(updatedSpec(l.cfg, next))
 		l.initialized = false // the new spec's init commands run before its process
 		l.beginRollout(&prev)
+		return true
+	case stateRollout, stateRetiring:
+		s := updatedSpec(l.cfg, next)
+		l.queued = &s
+		l.c.spec.Store(s.sc) // a later reload compares with the spec that will run
+		l.record(status.Normal, status.ReasonUpdating, "reload: the changed spec starts beside the running process once the update in progress ends")
+		l.publish()
 		return true
 	default:
 		return false

@@ -151,8 +151,11 @@ type loop struct {
 	// joined a stop that was started without one.
 	destroyAfter *StopOp
 
-	ro    rollout  // the old process of a start_first update (startfirst.go)
-	usage runUsage // the runs' usage and memory_restart (usage.go)
+	ro rollout // the old process of a start_first update (startfirst.go)
+	// queued is the spec of a reload that came during an update: it rolls out once
+	// that one ends (startfirst.go); nil when none waits.
+	queued *specState
+	usage  runUsage // the runs' usage and memory_restart (usage.go)
 }
 
 func newLoop(c *Container) *loop {
@@ -225,6 +228,7 @@ func (l *loop) run(ctx context.Context) {
 				return
 			}
 		}
+		l.rollQueued()
 	}
 }
 

@@ -96,6 +96,34 @@ func (l *loop) beginRollout(prev *specState) {
 	l.startInit()
 }
 
+// rollQueued rolls out the spec a reload queued during an update (onUpdate) once
+// the loop is running one process again; the loop calls it after every event. A
+// container that is no longer running by then (it exited, was stopped) takes the
+// queued spec for its next start; a stop or update in progress keeps it queued.
+func (l *loop) rollQueued() {
+	if l.queued == nil {
+		return
+	}
+	switch l.state {
+	case stateRunning:
+		next := *l.queued
+		l.queued = nil
+		prev := l.specState()
+		l.useSpec(next)
+		l.initialized = false
+		l.log.Info().Msg("start first: rolling out the spec of the reload that came during the last update")
+		l.beginRollout(&prev)
+	case stateRollout, stateRetiring, stateInitializing, stateStopping, stateRestarting, stateDeadlineStopping:
+		// It rolls out, or is taken for the next start, once this ends.
+	case stateShuttingDown:
+		l.queued = nil
+	default:
+		l.useSpec(*l.queued)
+		l.queued = nil
+		l.initialized = false
+	}
+}
+
 // showRollout shows, in the snapshot st, the old process's ready condition while
 // the new one of a rollout is not ready: the old one serves meanwhile, and an
 // orchestrator's readiness check must not take the instance out of service for an

@@ -34,13 +34,17 @@ func init() {
 // it has and exits 0. Further arguments: "notify" sends READY=1 once it serves;
 // "once:FILE" serves only if FILE does not exist (and creates it): every later start
 // exits 3 at once, a new version that does not work; "delay:MS" waits MS after
-// writing the file before it serves (a slow start).
+// writing the file before it serves (a slow start); "drain:MS" waits MS after its
+// last connection on SIGTERM before it exits (a slow drain).
 func socketServer(args []string) int {
-	notify, delay := false, 0
+	notify, delay, drain := false, 0, 0
 	for _, a := range args[1:] {
 		notify = notify || a == "notify"
 		if ms, ok := strings.CutPrefix(a, "delay:"); ok {
 			delay, _ = strconv.Atoi(ms)
+		}
+		if ms, ok := strings.CutPrefix(a, "drain:"); ok {
+			drain, _ = strconv.Atoi(ms)
 		}
 		if file, ok := strings.CutPrefix(a, "once:"); ok {
 			f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL, 0o644)
@@ -81,6 +85,7 @@ func socketServer(args []string) int {
 		go func() { defer wg.Done(); c.Write(answer); c.Close() }()
 	}
 	wg.Wait()
+	time.Sleep(time.Duration(drain) * time.Millisecond)
 	return 0
 }
 

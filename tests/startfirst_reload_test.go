@@ -207,3 +207,59 @@ func reloadBroken(t *testing.T, lines, want string) {
 	}
 	termAndWait(t, tp, 10*time.Second)
 }
+
+// drainingWeb is a start_first socket server that writes its pid to {DIR}/%s and
+// takes 3 s to exit after SIGTERM.
+const drainingWeb = `
+containers:
+  - name: web
+    command: ["{SELF}", "{DIR}/%s", "notify", "drain:3000"]
+    sockets: [{listen: "{ADDR}"}]
+    update: start_first
+    readiness_probe: {notify: {}}
+`
+
+// A reload that comes while the old process of the last update still drains waits
+// for it, then rolls out start first too: the running version keeps serving. Here
+// A → B, then C (never ready) while A drains: B serves throughout, C runs beside it,
+// A's drain ended. It used to replace the container stop-first: B stopped, C never
+// ready, no connection answered.
+func TestStartFirstReloadWhileTheOldDrains(t *testing.T) {
+	t.Parallel() // a long wait: see parallelTests in harness_test.go
+	tp, addr := startSockets(t, fmt.Sprintf(drainingWeb, "a"))
+	a := serverPid(t, tp, "a")
+	tp.waitStatus(10*time.Second, "web ready", func(d status.Document) bool { return containerStatus(d, "web").Ready.True() })
+	finish := load(addr)
+	reloadSpec(t, tp, addr, fmt.Sprintf(drainingWeb, "b"))
+	b := serverPid(t, tp, "b")
+	tp.waitStatus(10*time.Second, "b ready while a drains", func(d status.Document) bool {
+		c := containerStatus(d, "web")
+		return c.Pid != nil && *c.Pid == b && c.Ready.True() && c.OldPid != nil && *c.OldPid == a
+	})
+	reloadSpec(t, tp, addr, `
+containers:
+  - name: web
+    command: [sleep, "600"]
+    sockets: [{listen: "{ADDR}"}]
+    update: start_first
+    readiness_probe: {notify: {}}
+`)
+	doc := tp.waitStatus(15*time.Second, "c starting beside b, a gone", func(d status.Document) bool {
+		c := containerStatus(d, "web")
+		return c.OldPid != nil && *c.OldPid == b && c.Pid != nil && *c.Pid != b
+	})
+	if c := containerStatus(doc, "web"); !c.Ready.True() || c.State != status.Running {
+		t.Errorf("web while c starts: state %s, ready %+v; want running and ready (b serves)", c.State, c.Ready)
+	}
+	for i := 0; i < 20; i++ {
+		if got, err := ask(addr); err != nil || got != b {
+			t.Fatalf("while c starts, answered by %d (%v), want b (%d)", got, err, b)
+		}
+	}
+	served, failures := finish()
+	if len(failures) > 0 || served == 0 {
+		t.Fatalf("%d connections answered, %d failed; first: %v", served, len(failures), failures)
+	}
+	t.Logf("%d connections answered through A → B → C", served)
+	termAndWait(t, tp, 15*time.Second)
+}
