@@ -116,17 +116,16 @@ func watchStatus(api *api, asJSON bool, out *os.File) error {
 func controlCommand(name, usage string, rt route.Route) *cli.Command {
 	takesNames := rt.PerContainer()
 	argsUsage := ""
+	flags := []cli.Flag{listenFlag, tokenFlag}
 	if takesNames {
 		argsUsage = "NAME..."
+		flags = append(flags, waitFlags()...)
 	}
 	return &cli.Command{
 		Name:      name,
 		Usage:     usage,
 		ArgsUsage: argsUsage,
-		Flags: []cli.Flag{
-			listenFlag,
-			tokenFlag,
-		},
+		Flags:     flags,
 		Action: func(c *cli.Context) error {
 			if !takesNames {
 				if err := extraArgs(c, 0); err != nil {
@@ -141,21 +140,39 @@ func controlCommand(name, usage string, rt route.Route) *cli.Command {
 			if c.NArg() == 0 {
 				return fail(2, "%s: expected one or more container NAMEs (usage: tend %s NAME...)", name, name)
 			}
-			return controlEach(newAPI(c), name, rt, c.Args().Slice())
+			timeout, err := waitTimeout(c)
+			if err != nil {
+				return err
+			}
+			return controlEach(newAPI(c), name, rt, c.Args().Slice(), timeout)
 		},
 	}
 }
 
 // controlEach applies verb (restart, stop, start: its route rt) to each container in
-// order and reports each on its own line, like `docker stop a b`. A container tend refuses
-// (unknown, instance stopping) does not keep the rest from their turn; exit 1 if
-// any was refused. Not reaching tend at all ends it at once.
-func controlEach(api *api, verb string, rt route.Route, names []string) error {
+// order, then (timeout > 0) waits until each is done, up to timeout, and reports each
+// on its own line in that order, like `docker stop a b`. A container tend refuses
+// (unknown, instance stopping) does not keep the rest from their turn; exit 1 if any
+// was refused, failed or was not done in time. Not reaching tend at all ends it at once.
+func controlEach(a *api, verb string, rt route.Route, names []string, timeout time.Duration) error {
+	before := map[string]status.Container{}
+	if timeout > 0 {
+		doc, err := a.status()
+		if err != nil {
+			return err
+		}
+		for _, c := range doc.Containers {
+			before[c.Name] = c
+		}
+	}
 	refused := false
+	var goals []goal
 	for _, n := range names {
-		_, err := api.call(rt, n)
+		_, err := a.call(rt, n)
 		var r *refusal
 		switch {
+		case err == nil && timeout > 0:
+			goals = append(goals, containerGoal(verb, n, before[n]))
 		case err == nil:
 			fmt.Printf("%s %s: ok\n", verb, n)
 		case errors.As(err, &r) && r.perContainer():
@@ -165,7 +182,17 @@ func controlEach(api *api, verb string, rt route.Route, names []string) error {
 			return err
 		}
 	}
-	if refused {
+	allDone, err := waitGoals(a, timeout, goals, func(g goal, err error) {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tend: %s %s: %v\n", verb, g.name, err)
+			return
+		}
+		fmt.Printf("%s %s: ok\n", verb, g.name)
+	})
+	if err != nil {
+		return err
+	}
+	if refused || !allDone {
 		return &exitError{code: 1}
 	}
 	return nil
@@ -188,8 +215,8 @@ func newAPI(c *cli.Context) *api {
 	if l := c.StringSlice("listen"); len(l) > 0 {
 		a.addr, a.isDefault = l[0], false
 	}
-	// Long enough for a stop policy to run its course: restart and stop answer
-	// when the container has stopped.
+	// The API answers at once (the control commands poll until done); a follower of
+	// the logs ends its own request.
 	a.client = &http.Client{Timeout: 10 * time.Minute}
 	if sock, ok := strings.CutPrefix(a.addr, "unix:"); ok {
 		a.client.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

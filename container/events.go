@@ -97,9 +97,17 @@ func (l *loop) onStart() {
 		l.fails = 0
 		l.stopTimer()
 		l.startProcess()
+	case stateWaiting:
+		if l.sched != nil && len(l.st.WaitingFor) == 0 {
+			// Waiting for its schedule: a requested start runs it now, once; the
+			// schedule goes on as it was.
+			l.fails = 0
+			l.begin()
+		}
+		// Else waiting for its depends_on conditions: it begins when they hold.
 	default:
-		// Running, initializing or waiting: started already (or about to). A stop
-		// that restarts, shuts down or ends a deadline goes on as it is.
+		// Running or initializing: started already (or about to). A stop that
+		// restarts, shuts down or ends a deadline goes on as it is.
 	}
 }
 

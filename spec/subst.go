@@ -251,6 +251,10 @@ func closest(s string, candidates []string) string {
 	return best
 }
 
+// Closest is the candidate nearest to s when it is near enough to be a typo, ""
+// otherwise: the "did you mean" of a name the user typed (tend restart wbe).
+func Closest(s string, candidates []string) string { return closest(s, candidates) }
+
 // EditDistance is the Levenshtein distance between a and b (bytes: names are ASCII);
 // the CLI's "did you mean" uses it too.
 func EditDistance(a, b string) int {

@@ -7,9 +7,11 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/probes"
 	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/route"
+	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
 
@@ -99,7 +101,20 @@ func (sv *Supervisor) Describe(name string) (status.ContainerDetail, error) {
 			return status.ContainerDetail{Container: st, Events: []status.Event{}, Probes: map[string]status.ProbeResults{}}, nil
 		}
 	}
-	return status.ContainerDetail{}, fmt.Errorf("%w %q", errNoContainer, name)
+	return status.ContainerDetail{}, noContainer(name, sv.containers)
+}
+
+// noContainer is the error for an unknown container name, with the closest name
+// of the instance's containers when one is near (tend restart wbe: did you mean web?).
+func noContainer(name string, containers []*container.Container) error {
+	var names []string
+	for _, c := range containers {
+		names = append(names, c.Name())
+	}
+	if guess := spec.Closest(name, names); guess != "" {
+		return fmt.Errorf("%w %q (did you mean %s?)", errNoContainer, name, guess)
+	}
+	return fmt.Errorf("%w %q", errNoContainer, name)
 }
 
 // startAPI serves the API (Options.Serve) on every --listen address (the
@@ -175,5 +190,5 @@ func (sv *Supervisor) handle(req request) {
 		req.reply(nil)
 		return
 	}
-	req.reply(fmt.Errorf("%w %q", errNoContainer, req.name))
+	req.reply(noContainer(req.name, sv.current()))
 }
