@@ -104,7 +104,7 @@ type loop struct {
 	c      *Container
 	cfg    Config
 	sc     *spec.Container
-	policy restart.Policy
+	rules  restart.Rules // restart_policy: what follows a run (restart.Decide)
 	rand   func() float64
 	log    zerolog.Logger
 	state  state
@@ -173,7 +173,7 @@ func newLoop(c *Container) *loop {
 		c:            c,
 		cfg:          c.cfg,
 		sc:           sc,
-		policy:       restart.PolicyFromSpec(sc.RestartPolicy),
+		rules:        restart.RulesFromSpec(sc.RestartPolicy),
 		rand:         rnd,
 		log:          c.cfg.Log.With().Str("container", sc.Name).Logger(),
 		state:        initial,
@@ -337,7 +337,8 @@ func (l *loop) spawn() (*proc.Process, error) {
 	})
 }
 
-// afterExit records an exit (or a failed start) and decides on the restart.
+// afterExit records an exit (or a failed start) and carries out what the restart
+// rules decide.
 func (l *loop) afterExit(e proc.Exit, ran time.Duration) {
 	l.recordExit(e, l.killReason)
 	ev := l.log.Info()
@@ -345,29 +346,33 @@ func (l *loop) afterExit(e proc.Exit, ran time.Duration) {
 		ev = l.log.Warn()
 	}
 	ev.Str("exit", l.st.LastExit.Reason).Int("code", l.st.LastExit.Code).Dur("ran_ms", ran).Msg("exited")
-	l.restartOrEnd(l.restarts(e), l.policy.Fails(l.fails, ran))
+	l.carryOut(restart.Run{Ending: restart.Exited, Success: e.Success(), Ran: ran})
 }
 
-// restartOrEnd follows an exit recorded in last_exit: a restart after the backoff
-// of fails consecutive short runs, or completed, or failed once max_failures gave up.
-func (l *loop) restartOrEnd(restartIt bool, fails int) {
+// carryOut follows a run recorded in last_exit with what the restart rules decide
+// for it (restart.Decide): a restart after the backoff, completed, or failed once
+// max_failures gave up.
+func (l *loop) carryOut(run restart.Run) {
 	now := time.Now()
 	why := l.st.LastExit.Reason
 	l.st.Alive.Set(false, status.ReasonExited, why, now)
 	l.st.Ready.Set(false, status.ReasonExited, why, now)
-	if !restartIt {
+	d := restart.Decide(l.rules, run, l.fails, l.rand)
+	l.fails = d.Fails
+	switch d.Verdict {
+	case restart.Finished:
 		l.setState(stateCompleted)
-		return
+	case restart.GiveUp:
+		l.fail(status.ReasonRestartLimit, fmt.Sprintf("gave up after %d failures in a row (restart_policy.max_failures), last: %s", d.Fails, why))
+	case restart.Restart:
+		l.backoff(d.Delay, now)
 	}
-	l.fails = fails
-	if limit := l.sc.RestartPolicy.MaxFailures.Get(); limit > 0 && fails >= limit {
-		l.fail(status.ReasonRestartLimit, fmt.Sprintf("gave up after %d failures in a row (restart_policy.max_failures), last: %s", fails, why))
-		return
-	}
-	delay := l.policy.Delay(l.fails, l.rand)
-	// Even an immediate restart goes through the timer and the loop's select, so a
-	// command that fails to start with no delay configured cannot recurse, and
-	// commands keep being served between restarts.
+}
+
+// backoff waits delay before the next start. Even an immediate restart goes through
+// the timer and the loop's select, so a command that fails to start with no delay
+// configured cannot recurse, and commands keep being served between restarts.
+func (l *loop) backoff(delay time.Duration, now time.Time) {
 	l.setTimer(delay)
 	if delay > 0 {
 		l.st.NextStartAt = status.Ptr(now.Add(delay))
@@ -388,30 +393,17 @@ func (l *loop) fail(reason status.Reason, message string) {
 	l.setState(stateFailed)
 }
 
-// deadlineExit decides what follows a run stopped at its deadline: its exit counts
-// as a failure (code 1 if it was 0, for a job's exit code), then the restart policy.
+// deadlineExit follows a run stopped at its deadline: last_exit says so (a failure:
+// restart.DeadlineCode), then the restart rules decide.
 func (l *loop) deadlineExit() {
 	x := l.st.LastExit
 	if x == nil {
 		x = ExitStatus(proc.Exit{Code: 1}, "", time.Now())
 	}
 	x.Reason = "deadline exceeded"
-	if x.Code == 0 {
-		x.Code = 1
-	}
+	x.Code = restart.DeadlineCode(x.Code)
 	l.st.LastExit = x
-	l.restartOrEnd(l.sc.RestartPolicy.Mode != spec.ModeNever, l.fails+1)
-}
-
-// restarts reports whether the restart policy restarts after e.
-func (l *loop) restarts(e proc.Exit) bool {
-	switch l.sc.RestartPolicy.Mode {
-	case spec.ModeAlways:
-		return true
-	case spec.ModeOnFailure:
-		return !e.Success()
-	}
-	return false
+	l.carryOut(restart.Run{Ending: restart.DeadlineExceeded})
 }
 
 // recordExit records an exit (or a failed start) in last_exit and as an event:

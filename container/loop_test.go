@@ -12,6 +12,7 @@ import (
 
 	"github.com/tend-sh/tend/cgroup"
 	"github.com/tend-sh/tend/probes"
+	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -156,7 +157,7 @@ var (
 	evDeadline = event{"deadline", func(l *loop) bool { return l.onDeadline() }}
 	// evMemory is memory_restart's third sample in a row above the limit.
 	evMemory = event{"memory above memory_restart", func(l *loop) bool {
-		l.usage.mem = memWatch{limit: 1, above: memoryRestartSamples - 1}
+		l.usage.mem = restart.MemoryWatch{Limit: 1, Above: restart.MemorySamples - 1}
 		pid := 0
 		if l.proc != nil {
 			pid = l.proc.Pid()

@@ -49,13 +49,13 @@ type rollout struct {
 type specState struct {
 	cfg       Config
 	sc        *spec.Container
-	policy    restart.Policy
+	rules     restart.Rules
 	histories *[3]*probes.History
 }
 
 // specState is the spec the loop runs now.
 func (l *loop) specState() specState {
-	return specState{cfg: l.cfg, sc: l.sc, policy: l.policy, histories: l.c.histories.Load()}
+	return specState{cfg: l.cfg, sc: l.sc, rules: l.rules, histories: l.c.histories.Load()}
 }
 
 // updatedSpec is what a container built for a changed spec (next) would start its
@@ -65,12 +65,12 @@ func (l *loop) specState() specState {
 func updatedSpec(cur Config, next *Container) specState {
 	cfg := cur
 	cfg.Spec, cfg.Env, cfg.Dir = next.cfg.Spec, next.cfg.Env, next.cfg.Dir
-	return specState{cfg: cfg, sc: next.cfg.Spec, policy: restart.PolicyFromSpec(next.cfg.Spec.RestartPolicy), histories: next.histories.Load()}
+	return specState{cfg: cfg, sc: next.cfg.Spec, rules: restart.RulesFromSpec(next.cfg.Spec.RestartPolicy), histories: next.histories.Load()}
 }
 
 // useSpec makes s the spec the loop runs, and shows it to readers (Spec, Describe).
 func (l *loop) useSpec(s specState) {
-	l.cfg, l.sc, l.policy = s.cfg, s.sc, s.policy
+	l.cfg, l.sc, l.rules = s.cfg, s.sc, s.rules
 	l.c.histories.Store(s.histories)
 	l.c.spec.Store(s.sc)
 }

@@ -94,7 +94,9 @@ func (l *loop) finishStop(how state) bool {
 		return true
 	case stateRestarting:
 		l.st.TargetState = spec.TargetActive
-		l.fails = 0
+		// A stop to restart (tend restart, memory_restart) restarts at once whatever
+		// the mode, the backoff forgotten (restart.Decide).
+		l.fails = restart.Decide(l.rules, restart.Run{Ending: restart.StoppedToRestart}, l.fails, l.rand).Fails
 		l.begin()
 		return false
 	case stateDeadlineStopping:

@@ -5,12 +5,9 @@ import (
 	"time"
 
 	"github.com/tend-sh/tend/cgroup"
+	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/status"
 )
-
-// memoryRestartSamples is how many samples in a row above memory_restart restart the
-// container (SPEC §12.4): one sample over is a spike, three seconds of it is a trend.
-const memoryRestartSamples = 3
 
 // memoryRestartReason is the last_exit reason of a run memory_restart ended.
 const memoryRestartReason = "memory above memory_restart"
@@ -99,24 +96,7 @@ type runUsage struct {
 	base  cgroup.Usage // the group's counts when the run started
 	last  Sample       // the previous sample of the run (at first: its start)
 	shown status.Usage // what status shows
-	mem   memWatch
-}
-
-// memWatch applies memory_restart to a run's samples.
-type memWatch struct {
-	limit int64 // 0: no memory_restart
-	above int   // samples in a row above limit
-}
-
-// observe takes a sample's memory and reports whether it is the memoryRestartSamples-th
-// in a row above the limit; one at or below it starts the count again.
-func (m *memWatch) observe(bytes int64) bool {
-	if m.limit <= 0 || bytes <= m.limit {
-		m.above = 0
-		return false
-	}
-	m.above++
-	return m.above >= memoryRestartSamples
+	mem   restart.MemoryWatch
 }
 
 // usageRunStart notes the group's counts before a run starts, so the run's CPU time
@@ -135,7 +115,7 @@ func (l *loop) usageRunStart(now time.Time) {
 	l.c.exitOOMs.Store(base.OOMKills) // until the exit reads it (Container.exited)
 	l.usage.base = base
 	l.usage.last = Sample{At: now, Usage: base}
-	l.usage.mem = memWatch{limit: l.sc.MemoryRestart.Get()}
+	l.usage.mem = restart.MemoryWatch{Limit: l.sc.MemoryRestart.Get()}
 }
 
 // takeSample shows a sample of the current run and reports whether memory_restart
@@ -152,7 +132,7 @@ func (l *loop) takeSample(s Sample) bool {
 	u.shown = status.Usage{CPUSeconds: cpu, MemoryBytes: s.Usage.MemoryBytes, Pids: s.Usage.Pids,
 		OOMKills: max(s.Usage.OOMKills, u.shown.OOMKills), CPUPercent: percent}
 	l.publishUsage()
-	return u.mem.observe(s.Usage.MemoryBytes)
+	return u.mem.Observe(s.Usage.MemoryBytes)
 }
 
 // usageRunEnd shows a run as ended (no memory, no processes) and reports whether the
@@ -171,10 +151,10 @@ func (l *loop) usageRunEnd(sigkilled bool) bool {
 // stayed above memory_restart.
 func (l *loop) memoryRestart() {
 	msg := fmt.Sprintf("memory %s above memory_restart %s at %d samples in a row: restarting",
-		status.HumanBytes(l.usage.shown.MemoryBytes), status.HumanBytes(l.usage.mem.limit), memoryRestartSamples)
-	l.log.Warn().Int64("memory_bytes", l.usage.shown.MemoryBytes).Int64("memory_restart", l.usage.mem.limit).Msg("memory above memory_restart: restarting")
+		status.HumanBytes(l.usage.shown.MemoryBytes), status.HumanBytes(l.usage.mem.Limit), restart.MemorySamples)
+	l.log.Warn().Int64("memory_bytes", l.usage.shown.MemoryBytes).Int64("memory_restart", l.usage.mem.Limit).Msg("memory above memory_restart: restarting")
 	l.record(status.Warning, status.ReasonMemoryRestart, msg)
-	l.usage.mem.above = 0
+	l.usage.mem.Above = 0
 	l.killReason = memoryRestartReason
 	l.beginStop(StopOp{}, stateRestarting) // never ends the loop: a restart follows
 }

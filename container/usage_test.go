@@ -9,36 +9,6 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// memory_restart's rule, on injected samples: the third sample in a row above the
-// limit fires; one at or below it starts the count again; no limit never fires.
-func TestMemWatchThreeInARow(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		limit   int64
-		samples []int64
-		fires   int // index of the sample that fires, -1: none
-	}{
-		{"three above", 100, []int64{101, 200, 150}, 2},
-		{"two above", 100, []int64{101, 200}, -1},
-		{"broken by one at the limit", 100, []int64{101, 101, 100, 101, 101, 101}, 5},
-		{"broken by one below", 100, []int64{101, 50, 101, 101}, -1},
-		{"no limit", 0, []int64{1 << 40, 1 << 40, 1 << 40}, -1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := memWatch{limit: tc.limit}
-			fired := -1
-			for i, b := range tc.samples {
-				if m.observe(b) && fired < 0 {
-					fired = i
-				}
-			}
-			if fired != tc.fires {
-				t.Errorf("fired at sample %d, want %d", fired, tc.fires)
-			}
-		})
-	}
-}
-
 // sample is a sample of l's running process, CPU and memory as given.
 func sample(l *loop, at time.Time, cpu float64, mem int64) Sample {
 	return Sample{Pid: l.proc.Pid(), At: at, Usage: cgroup.Usage{CPUSeconds: cpu, MemoryBytes: mem, Pids: 1}}

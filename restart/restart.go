@@ -1,7 +1,11 @@
-// Package restart is the math of retrying: instancectl's jittered exponential restart
-// delay for containers and pod_agent's time_limit period for probes, init commands and
-// stop/destroy handlers, and the longest shutdown those periods allow (grace.go). Pure
-// functions of counters, specs and an injected random source.
+// Package restart decides what follows a run: given a container's restart_policy,
+// how its run ended and the runs before it, restart after a delay, finished, or give
+// up (Decide), and whether the containers' ends stop the instance and with what code
+// (Instance). It also holds the arithmetic those decisions and every retry of tend
+// use: instancectl's jittered exponential restart delay, pod_agent's time_limit
+// period for probes, init commands and stop/destroy handlers, memory_restart's count,
+// a schedule's firing and the longest shutdown those periods allow (grace.go). Pure
+// functions of specs, counters, snapshots and an injected random source.
 package restart
 
 import (

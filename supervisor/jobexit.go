@@ -1,7 +1,7 @@
 package supervisor
 
 import (
-	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/status"
 )
 
@@ -12,65 +12,17 @@ func succeeded(st status.Container) bool {
 	return st.State == status.Completed && st.LastExit != nil && st.LastExit.Code == 0
 }
 
-// jobFinished reports, in job mode (every container never or on_failure), whether no
-// container can run again, and the exit code: the final exit of the first container
-// in spec order that did not end with 0.
-func (sv *Supervisor) jobFinished() (int, bool) {
+// instanceEnd asks the restart rules whether the containers' ends stop the
+// instance (restart.Instance): a give-up with on_give_up shutdown, or every job
+// finished.
+func (sv *Supervisor) instanceEnd() restart.InstanceEnd {
 	sv.mu.Lock()
-	defer sv.mu.Unlock()
-	if len(sv.containers) == 0 {
-		return 0, false
-	}
 	for _, c := range sv.containers {
-		// A scheduled container runs again at its next time (docs/reference.md "Schedules").
-		if c.Spec().RestartPolicy.Mode == spec.ModeAlways || c.Spec().Schedule != "" {
-			return 0, false
-		}
+		sv.ends = append(sv.ends, c)
 	}
-	code := 0
-	for _, c := range sv.containers {
-		st := c.Status()
-		// A completed container's last exit is its final one; so is that of one
-		// stopped through the API (a job stopped in backoff after exit 3 did not
-		// succeed). One that never ran has none. A failed one (a restart limit, a
-		// dependency that failed) ran its last: its last exit code, 1 when it has
-		// none or it was 0.
-		switch {
-		case st.State == status.Failed:
-			if code == 0 {
-				code = failedCode(st)
-			}
-		case st.State == status.Completed || st.State == status.Stopped && st.TargetState == spec.TargetRemoved:
-			if code == 0 && st.LastExit != nil && st.LastExit.Code != 0 {
-				code = st.LastExit.Code
-			}
-		default:
-			return 0, false
-		}
-	}
-	return code, true
-}
-
-// failedCode is the exit code tend ends with for a failed container: its last exit
-// code (128+N for a signal), or 1 if it never ran or its last exit was 0.
-func failedCode(st status.Container) int {
-	if st.LastExit == nil || st.LastExit.Code == 0 {
-		return 1
-	}
-	return st.LastExit.Code
-}
-
-// gaveUp finds the first container whose restart limit gave up (state failed, not by
-// a dependency) and whose restart_policy.on_give_up is shutdown, and the exit code
-// of tend then (docs/reference.md "Restart limits and deadlines").
-func (sv *Supervisor) gaveUp() (string, int, bool) {
-	for _, c := range sv.current() {
-		if c.Spec().RestartPolicy.OnGiveUp != spec.GiveUpShutdown {
-			continue
-		}
-		if st := c.Status(); st.State == status.Failed && st.Ready.Reason != status.ReasonDependencyFailed {
-			return c.Name(), failedCode(st), true
-		}
-	}
-	return "", 0, false
+	sv.mu.Unlock()
+	end := restart.Instance(sv.ends)
+	clear(sv.ends) // no removed container kept alive
+	sv.ends = sv.ends[:0]
+	return end
 }

@@ -161,13 +161,13 @@ func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, s
 		case <-sv.changed:
 			sv.updateReady()
 			sv.gate()
-			if name, code, ok := sv.gaveUp(); ok {
-				sv.log.Error().Str("container", name).Int("exit_code", code).Msg("restart limit reached and on_give_up is shutdown; stopping the instance")
-				return sv.shutdown(signals, code), nil
-			}
-			if code, done := sv.jobFinished(); done {
-				sv.log.Info().Int("exit_code", code).Msg("every container has finished")
-				return sv.shutdown(signals, code), nil
+			if end := sv.instanceEnd(); end.Stop {
+				if end.GaveUp != "" {
+					sv.log.Error().Str("container", end.GaveUp).Int("exit_code", end.Code).Msg("restart limit reached and on_give_up is shutdown; stopping the instance")
+				} else {
+					sv.log.Info().Int("exit_code", end.Code).Msg("every container has finished")
+				}
+				return sv.shutdown(signals, end.Code), nil
 			}
 		case err := <-srv.Failed():
 			sv.log.Error().Err(err).Msg("cannot serve the API; stopping")

@@ -21,6 +21,7 @@ import (
 	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/proc"
+	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -91,8 +92,9 @@ type Supervisor struct {
 	token  string
 
 	requests    chan request
-	changed     chan struct{}   // coalesced "some status changed"
-	reloadSteps chan reloadStep // a reload's goroutines hand their results back here
+	changed     chan struct{}       // coalesced "some status changed"
+	reloadSteps chan reloadStep     // a reload's goroutines hand their results back here
+	ends        []restart.Container // instanceEnd's slice, reused after every change
 	runCtx      context.Context
 	// reloadCtx bounds a reload's resource work; shutdown cancels it so that no
 	// symlink switch or notify action runs while the containers are stopping.
