@@ -25,7 +25,7 @@ type InstanceEnd struct {
 }
 
 // Instance answers "the containers (in spec order) ended like this: does the
-// instance stop?" (docs/reference.md "Restart limits and deadlines", "Jobs"):
+// instance stop?" (docs/reference.md "Job mode", "Restart limits and shutdown"):
 //   - a container whose restart limit gave up with on_give_up shutdown stops it,
 //     with that container's failed code (FailedCode);
 //   - in job mode (every container never or on_failure, none scheduled) it stops
