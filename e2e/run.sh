@@ -231,7 +231,9 @@ podman stop -t 20 "$ORPHANS" >/dev/null
 podman rm "$ORPHANS" >/dev/null
 
 # --- cgroups: with a writable cgroup tree each container gets its own, with its limits;
-# an OOM kill is named. Without one tend runs on with cgroups off and says why.
+# an OOM kill is named. Without one tend runs on with cgroups off and says why, and
+# what a run leaves (escaper's orphans, in sessions of their own) dies when the run
+# ends either way: by its cgroup, or without cgroups by its TEND_RUN mark.
 mkdir -p "$TMP/cg"
 cat >"$TMP/cg/spec.yaml" <<'EOF'
 containers:
@@ -241,8 +243,23 @@ containers:
     restart_policy: {mode: never}
   - name: idle
     command: /demo worker --every 60s
+  - name: escaper
+    command: /demo orphans --count 3 --linger 600s
+    restart_policy: {mode: never}
 EOF
 cg_json() { podman exec "$1" /tend status --json; }
+# escapers: the orphans of escaper's run (`/demo sleep`, each in a session of its
+# own, lingering 600 s) left in $CG's PID namespace, seen from the host.
+escapers() {
+	local ns n=0 p
+	ns=$(readlink "/proc/$(podman inspect --format '{{.State.Pid}}' "$CG")/ns/pid")
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$ns" ] || continue
+		[ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null | cut -d' ' -f1-2)" = "/demo sleep" ] && n=$((n + 1))
+	done
+	echo "$n"
+}
+no_escapers() { [ "$(escapers)" = 0 ]; }
 oom_named() { cg_json "$CG" | grep -q '"reason": "OOMKilled"'; }
 log "cgroups: podman run --privileged --cgroupns=private (a writable cgroup tree of the container's own)"
 podman run -d --name "$CG" --privileged --cgroupns=private -v "$TMP/cg:/etc/tend:ro" "$EXAMPLE" >/dev/null
@@ -251,17 +268,23 @@ doc=$(cg_json "$CG")
 grep -q '"mode": "v[12]"' <<<"$doc" || fail "cgroups mode is not v1/v2 with a writable tree: $(grep -A2 '"cgroups"' <<<"$doc")"
 grep -q '"cgroup": "/containers/idle"' <<<"$doc" || fail "idle is not in /containers/idle"
 grep -q '"limits_applied": false' <<<"$doc" && fail "a limit was not applied"
+waitfor 20 "escaper's 3 orphans" logs_have "$CG" 'event=spawned count=3'
+waitfor 20 "escaper's orphans killed with its run (cgroup)" no_escapers
 podman stop -t 10 "$CG" >/dev/null
 podman rm "$CG" >/dev/null
-log "cgroups: hog's 200 MiB under a 64Mi limit was OOMKilled and named; idle in /containers/idle"
+log "cgroups: hog's 200 MiB under a 64Mi limit was OOMKilled and named; idle in /containers/idle; escaper's orphans gone with its run"
 podman run -d --name "$CG" -v "$TMP/cg:/etc/tend:ro" "$EXAMPLE" >/dev/null
 off_reported() { cg_json "$CG" | grep -q '"mode": "off"'; }
 waitfor 20 "cgroups off with a reason in a default container" off_reported
 reason=$(cg_json "$CG" | grep -A2 '"cgroups"' | sed -n 's/.*"reason": "\(.*\)".*/\1/p')
 [ -n "$reason" ] || fail "cgroups off without a reason"
+header=$(podman exec "$CG" /tend status | head -1)
+[ "$header" = "cgroups off: $reason; limits not applied to hog" ] || fail "tend status opens with '$header', want 'cgroups off: $reason; limits not applied to hog'"
+waitfor 20 "escaper's 3 orphans" logs_have "$CG" 'event=spawned count=3'
+waitfor 20 "escaper's orphans killed with its run by their TEND_RUN mark" no_escapers
 podman stop -t 10 "$CG" >/dev/null
 podman rm "$CG" >/dev/null
-log "cgroups: without a writable tree tend runs with cgroups off: $reason"
+log "cgroups: without a writable tree tend runs with cgroups off ($reason), says so first in tend status, and escaper's orphans went with its run by their mark"
 
 # --- podman kube play of examples/kubernetes, the shipped files unchanged -------------
 # The pod's API is reached in the pod's network namespace (nsenter).
