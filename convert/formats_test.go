@@ -259,6 +259,10 @@ func TestISSMapping(t *testing.T) {
 	if len(s.Resources) != 2 || !s.Resources[0].Executable || s.Resources[0].Checksum != "MD5:5da98cf10f0f8a2b57a147fcab95f5a3" || s.Resources[0].CheckPeriod != "0d1h0m" {
 		t.Errorf("resources %+v", s.Resources)
 	}
+	// uuid and cached are the resource's own; size 0 is no check, as in ISS.
+	if r := s.Resources[0]; r.UUID != "iss_hook_start-1.0" || !r.Cached || r.Size.IsSet() {
+		t.Errorf("uuid %q cached %v size %v, want iss_hook_start-1.0, true, unset", r.UUID, r.Cached, r.Size)
+	}
 	c := container(t, s, "iss_hook_start")
 	if c.Command.String != "./iss_hook_start" || c.RestartPolicy.Mode != spec.ModeAlways || i64(c.RestartPolicy.MaxPeriodMs) != 30000 || c.RestartPolicy.Backoff.Get() != 2 {
 		t.Errorf("container %+v restart %+v", c, c.RestartPolicy)
@@ -287,6 +291,30 @@ func TestISSMapping(t *testing.T) {
 	}
 	if d := s.DynamicResources; len(d) != 1 || d[0].Destination != "geo" || d[0].StorageDir != ".geo.versions" {
 		t.Errorf("dynamic %+v", d)
+	}
+
+	// size is checked before the download (a warning says ISS reserves it); a
+	// dynamic resource's uuid, cached and size are dropped, each saying why.
+	sized := `[{"@class": "ru.yandex.iss.Instance", "slot": "s@h", "resources": {
+	  "iss_hook_start": {"@class": "ru.yandex.iss.Resource", "urls": ["http://h/start"], "size": 1048576, "cached": false},
+	  "geo": {"@class": "ru.yandex.iss.DynamicResource", "urls": ["http://h/geo"], "uuid": "geo-7", "cached": true, "size": 5}}}]`
+	res = mustConvert(t, []byte(sized), "sized.json", Auto)
+	if r := res.Spec.Resources[0]; r.Size.Get() != 1048576 || r.Cached {
+		t.Errorf("size %v cached %v, want 1048576, false", r.Size, r.Cached)
+	}
+	text := warningText(res)
+	for _, want := range []string{
+		"[0].resources.iss_hook_start.size: tend checks that much free space in instance.dir before the download",
+		"[0].resources.geo.uuid: dropped (tend knows a version of a dynamic resource by its revision and urls)",
+		"[0].resources.geo.cached: dropped (tend keeps cached_revisions_count versions",
+		"[0].resources.geo.size: dropped (tend checks the free space only for static resources)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("warnings lack %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "iss_hook_start.cached") || strings.Contains(text, "reserves no disk space") {
+		t.Errorf("a static resource's cached is mapped, not warned about:\n%s", text)
 	}
 }
 

@@ -212,7 +212,7 @@ func (c *conv) issResources(y node) map[string]Source {
 					c.approx(path+".executable", src, "tend fetches this hook and makes it executable but does not run it")
 				}
 			}
-			c.issResourceFields(f.val, path, &r.URLs, &r.Checksum, &r.CheckPeriod)
+			c.issResourceFields(f.val, path, &r.URLs, &r.Checksum, &r.CheckPeriod, &r)
 			c.s.Resources = append(c.s.Resources, r)
 		case issDynamicResource:
 			i := len(c.s.DynamicResources)
@@ -223,7 +223,7 @@ func (c *conv) issResources(y node) map[string]Source {
 			c.note(path+".storage_dir", "ISS keeps versions of its own; tend keeps them here, beside the destination")
 			c.note(path+".revision", "a change of urls is a new version")
 			var period string
-			c.issResourceFields(f.val, path, &d.URLs, &d.Checksum, &period)
+			c.issResourceFields(f.val, path, &d.URLs, &d.Checksum, &period, nil)
 			c.s.DynamicResources = append(c.s.DynamicResources, d)
 		case "":
 			c.errorf(src, "a resource needs \"@class\": %q or %q", issResource, issDynamicResource)
@@ -235,9 +235,9 @@ func (c *conv) issResources(y node) map[string]Source {
 }
 
 // issResourceFields converts the fields of one resource. A dynamic resource passes a
-// check period nobody reads: it has none in tend.
-func (c *conv) issResourceFields(y node, path string, urls *[]string, checksum, period *string) {
-	dynamic := strings.HasPrefix(path, "dynamic_")
+// check period nobody reads and no static (nil): it has neither in tend.
+func (c *conv) issResourceFields(y node, path string, urls *[]string, checksum, period *string, static *spec.Resource) {
+	dynamic := static == nil
 	for _, f := range c.fields(y) {
 		src := f.val.src()
 		switch f.key {
@@ -281,15 +281,56 @@ func (c *conv) issResourceFields(y node, path string, urls *[]string, checksum, 
 				}
 			}
 		case "uuid":
-			c.drop(path, src, "tend knows a resource by its checksum")
+			v, ok := c.str(f.val)
+			switch {
+			case !ok:
+			case dynamic:
+				c.drop(path, src, "tend knows a version of a dynamic resource by its revision and urls")
+			default:
+				static.UUID = v
+				c.from(path+".uuid", src)
+			}
 		case "cached":
-			c.drop(path, src, "tend keeps a static resource until the spec no longer has it, and cached_revisions_count versions of a dynamic one")
+			v, ok := c.boolean(f.val)
+			switch {
+			case !ok:
+			case dynamic:
+				c.drop(path, src, "tend keeps cached_revisions_count versions of a dynamic resource in its storage_dir")
+			default:
+				static.Cached = v
+				c.from(path+".cached", src)
+			}
 		case "size":
-			c.drop(path, src, "tend reserves no disk space")
+			c.issSize(f.val, path, static)
 		default:
 			c.unknown(path, src)
 		}
 	}
+}
+
+// issSize converts a resource's size (bytes; 0: no check, as in ISS) into the
+// free-space check before its download.
+func (c *conv) issSize(y node, path string, static *spec.Resource) {
+	src := y.src()
+	if static == nil {
+		c.drop(path, src, "tend checks the free space only for static resources")
+		return
+	}
+	v, ok := c.str(y)
+	if !ok {
+		return
+	}
+	if v == "0" {
+		c.drop(path, src, "size 0: no space is checked, as in ISS")
+		return
+	}
+	n, err := spec.ParseBytes(v)
+	if err != nil {
+		c.errorf(src, "size: %v", err)
+		return
+	}
+	static.Size = spec.Bytes{Opt: spec.Some(n)}
+	c.approx(path+".size", src, "tend checks that much free space in instance.dir before the download (ISS reserves it on the host)")
 }
 
 // issContainer is the iss_hook_start container with the other hooks attached.

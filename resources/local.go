@@ -9,24 +9,34 @@ import (
 	"slices"
 )
 
-// Resources with the same checksum are identical (as in ISS): a static resource that
-// must be fetched is copied from a file another resource of the instance already
-// has with that checksum, when one still verifies, instead of downloaded.
+// Resources with the same uuid, or else the same checksum, are identical (as in
+// ISS): a static resource that must be fetched is copied from a file another
+// resource of the instance already has with that content, when one still verifies,
+// instead of downloaded.
 
 // shareable reports whether r may be copied from a file of another resource: it is
-// a file (an extracted archive is gone after unpacking) and its checksum says what
-// the file holds (EMPTY: says nothing).
+// a file (an extracted archive is gone after unpacking) and its uuid or checksum
+// says what the file holds (EMPTY: alone says nothing).
 func (r *static) shareable() bool {
-	return !r.spec.Extract && !r.sum.Empty()
+	return !r.spec.Extract && (r.spec.UUID != "" || !r.sum.Empty())
 }
 
-// lockSum waits until no other resource with checksum sum is being adopted or
-// fetched, and returns the unlock: two resources with the same checksum staged at
+// shareKey names r's content among the instance's resources: its uuid, else its
+// checksum.
+func (r *static) shareKey() string {
+	if r.spec.UUID != "" {
+		return "uuid:" + r.spec.UUID
+	}
+	return r.sum.String()
+}
+
+// lockSum waits until no other resource with the content key is being adopted or
+// fetched, and returns the unlock: two resources with the same content staged at
 // once download once, and the second copies what the first got.
-func (m *Manager) lockSum(ctx context.Context, sum Checksum) (func(), error) {
+func (m *Manager) lockSum(ctx context.Context, sum string) (func(), error) {
 	m.mu.Lock()
 	if m.sums == nil {
-		m.sums = map[Checksum]chan struct{}{}
+		m.sums = map[string]chan struct{}{}
 	}
 	lock := m.sums[sum]
 	if lock == nil {
@@ -47,7 +57,7 @@ func (m *Manager) lockSum(ctx context.Context, sum Checksum) (func(), error) {
 // it instead of downloading.
 func (m *Manager) adoptStatic(ctx context.Context, r *static) (bool, error) {
 	if r.shareable() {
-		unlock, err := m.lockSum(ctx, r.sum)
+		unlock, err := m.lockSum(ctx, r.shareKey())
 		if err != nil {
 			return false, err
 		}
@@ -67,11 +77,16 @@ func (m *Manager) adoptStatic(ctx context.Context, r *static) (bool, error) {
 // checksum waiting for the lock copies it even before it is committed (a reload
 // commits only after staging everything).
 func (m *Manager) copyOrDownload(ctx context.Context, r *static, prefix string, download func() (string, error)) (string, error) {
-	unlock, err := m.lockSum(ctx, r.sum)
+	unlock, err := m.lockSum(ctx, r.shareKey())
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
+	release, err := m.reserve(r) // a copy takes the space a download would
+	if err != nil {
+		return "", err
+	}
+	defer release()
 	path, ok := m.copyLocal(ctx, r, prefix)
 	if !ok {
 		if path, err = download(); err != nil {
@@ -117,7 +132,7 @@ func (m *Manager) localFiles(r *static) []localFile {
 	m.mu.Unlock()
 	var out []localFile
 	for _, o := range statics {
-		if o == r || o.sum != r.sum {
+		if o == r || o.spec.Extract || o.shareKey() != r.shareKey() {
 			continue
 		}
 		o.mu.Lock()
@@ -131,6 +146,9 @@ func (m *Manager) localFiles(r *static) []localFile {
 			out = append(out, localFile{o.spec.Name, []string{o.path}})
 		}
 		o.mu.Unlock()
+	}
+	if r.sum.Empty() {
+		return out // a uuid alone: dynamic resources have none
 	}
 	for _, d := range dynamics {
 		out = append(out, d.keptFiles(r.sum)...)

@@ -26,10 +26,12 @@ type Manager struct {
 	fetch *fetcher
 	bg    context.Context // lifetime of background re-verification
 
-	mu      sync.Mutex // guards the lists and sums; every entry guards its own status
-	static  []*static
-	dynamic []*dynamic
-	sums    map[Checksum]chan struct{} // lockSum's locks, one per checksum ever fetched
+	mu       sync.Mutex // guards the lists, sums, reserved and cache; every entry guards its own status
+	static   []*static
+	dynamic  []*dynamic
+	sums     map[string]chan struct{} // lockSum's locks, one per content (shareKey) ever fetched
+	reserved map[[2]int32]int64       // bytes reserved by downloads under way, by filesystem (disk.go)
+	cache    *Cache                   // <instance.dir>/.tend/cache of the current spec
 }
 
 // New returns a manager whose background work lives until bg ends.
@@ -65,6 +67,9 @@ func (m *Manager) Prepare(ctx context.Context, s *spec.Spec) error {
 	m.mu.Unlock()
 	m.opts.Changed()
 	m.removeTemps(s, dynamics)
+	// Before any fetch: a dropped resource frees its space, and a cached one may be
+	// what a resource of s asks for.
+	m.retireUnnamed(s, m.useCache(s))
 
 	err := parallel(len(statics), func(i int) error {
 		r := statics[i]
@@ -209,6 +214,7 @@ func (m *Manager) StageStatic(ctx context.Context, next *spec.Spec) (*StaticRelo
 	if err != nil {
 		return nil, err
 	}
+	m.useCache(next)
 	st := &StaticReload{m: m, root: next.Instance.Dir, old: old, plan: plan, staged: make([]string, len(plan.fetch))}
 	if len(plan.fetch) > 0 {
 		m.setStatic(plan.list) // status shows the downloads' progress
@@ -228,10 +234,11 @@ func (m *Manager) StageStatic(ctx context.Context, next *spec.Spec) (*StaticRelo
 	return st, nil
 }
 
-// Abandon removes what was staged and shows the old resources again.
+// Abandon removes what was staged (what came from the cache goes back) and shows
+// the old resources again.
 func (st *StaticReload) Abandon() {
-	for _, p := range st.staged {
-		if p != "" {
+	for i, p := range st.staged {
+		if p != "" && !st.m.putBack(st.plan.fetch[i], p) {
 			_ = beneath.RemoveAll(st.root, p)
 		}
 	}
@@ -256,19 +263,31 @@ func (st *StaticReload) Commit() error {
 		m.startRecheck(r)
 	}
 	for _, pc := range plan.periods {
-		pc.r.stopRecheck()
 		period, _ := ParseCheckPeriod(pc.spec.CheckPeriod)
+		restartCheck := period != pc.r.period
+		if restartCheck {
+			pc.r.stopRecheck()
+		}
+		cachedChanged := pc.r.spec.Cached != pc.spec.Cached
 		pc.r.mu.Lock()
 		pc.r.spec, pc.r.period = pc.spec, period
 		pc.r.mu.Unlock()
-		m.startRecheck(pc.r)
+		if cachedChanged { // the marker says where the content goes once dropped
+			if err := m.commitStatic(pc.r, ""); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if restartCheck {
+			m.startRecheck(pc.r)
+		}
 	}
+	m.retireRemoved(st.old, plan.list)
 	m.setStatic(plan.list)
 	return errors.Join(errs...)
 }
 
 // staticPlan is what a reload does to the static resources: the next list, those of
-// it to fetch, and kept ones whose check_period changed.
+// it to fetch, and kept ones whose check_period, cached or size changed.
 type staticPlan struct {
 	list, fetch []*static
 	periods     []periodChange
@@ -289,7 +308,7 @@ func planStatic(old []*static, next *spec.Spec) (staticPlan, error) {
 	for _, rs := range next.Resources {
 		if o := byName[rs.Name]; o != nil && sameStatic(o.spec, rs) && o.path == next.WorkDir(rs.Name) {
 			p.list = append(p.list, o)
-			if o.spec.CheckPeriod != rs.CheckPeriod {
+			if o.spec.CheckPeriod != rs.CheckPeriod || o.spec.Cached != rs.Cached || o.spec.Size != rs.Size {
 				p.periods = append(p.periods, periodChange{o, rs})
 			}
 			continue
@@ -534,6 +553,23 @@ func (m *Manager) Status() ([]status.Resource, []status.DynamicResource) {
 		ds = append(ds, d.status())
 	}
 	return rs, ds
+}
+
+// FailingReason is the reason of the instance's installed condition while Failing
+// is not "": InsufficientDisk when a resource's size does not fit, else
+// ResourcesFailing.
+func (m *Manager) FailingReason() status.Reason {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.static {
+		r.mu.Lock()
+		disk := r.state == StateFailed && strings.HasPrefix(r.reason, string(status.ReasonInsufficientDisk)+":")
+		r.mu.Unlock()
+		if disk {
+			return status.ReasonInsufficientDisk
+		}
+	}
+	return status.ReasonResourcesFailing
 }
 
 // Failing says why resources are not in place ("model.bin: checksum mismatch: ..."),

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +63,12 @@ type static struct {
 	staged     string // a verified file fetched for it that commit has not yet put in place
 
 	tree string // digest of an extracted directory; owned by whoever installs or verifies
+	// digest is FileDigest of the file when known (taken from the cache, or recorded
+	// for a cached: true EMPTY: file); owned like tree.
+	digest string
+	// fromCache is the digest of a staged entry taken from the cache, "" otherwise:
+	// an abandoned reload puts it back.
+	fromCache string
 
 	stopLoop context.CancelFunc // re-verification; nil when not running
 	loopDone chan struct{}
@@ -75,6 +82,29 @@ type marker struct {
 	Checksum string   `json:"checksum"`
 	Extract  bool     `json:"extract"`
 	Tree     string   `json:"tree,omitempty"`
+	// Cached, UUID and Digest (FileDigest of a cached: true EMPTY: file) say where
+	// the content goes once the spec no longer names it, and what it must still hold
+	// to go to the cache (retire).
+	Cached bool   `json:"cached,omitempty"`
+	UUID   string `json:"uuid,omitempty"`
+	Digest string `json:"digest,omitempty"`
+}
+
+// key is what a marker's content is, for the cache.
+func (mk marker) key() CacheKey {
+	return CacheKey{UUID: mk.UUID, Checksum: mk.Checksum, URLs: mk.URLs, Extract: mk.Extract}
+}
+
+// markerName is the marker's name in instance.dir of the resource name.
+func markerName(name string) string { return "." + name + ".tend.json" }
+
+// nameOfMarker is the resource a marker's file name is of, if it is one.
+func nameOfMarker(file string) (string, bool) {
+	name, ok := strings.CutSuffix(file, ".tend.json")
+	if !ok || !strings.HasPrefix(name, ".") || len(name) < 2 {
+		return "", false
+	}
+	return name[1:], true
 }
 
 func newStatic(s *spec.Spec, r spec.Resource) (*static, error) {
@@ -92,13 +122,19 @@ func newStatic(s *spec.Spec, r spec.Resource) (*static, error) {
 }
 
 func (r *static) markerPath() string {
-	return filepath.Join(r.dir, "."+r.spec.Name+".tend.json")
+	return filepath.Join(r.dir, markerName(r.spec.Name))
 }
 
-// sameStatic reports whether a reload leaves a resource alone: same name, urls,
-// checksum, extract and executable (check_period may change without a fetch).
+// key is what the resource's content is, for the cache.
+func (r *static) key() CacheKey {
+	return CacheKey{UUID: r.spec.UUID, Checksum: r.spec.Checksum, URLs: r.spec.URLs, Extract: r.spec.Extract}
+}
+
+// sameStatic reports whether a reload leaves a resource's content alone: same name,
+// urls, checksum, extract, executable and uuid (check_period, cached and size may
+// change without a fetch).
 func sameStatic(a, b spec.Resource) bool {
-	return a.Name == b.Name && slices.Equal(a.URLs, b.URLs) && a.Checksum == b.Checksum && a.Extract == b.Extract && a.Executable == b.Executable
+	return a.Name == b.Name && slices.Equal(a.URLs, b.URLs) && a.Checksum == b.Checksum && a.Extract == b.Extract && a.Executable == b.Executable && a.UUID == b.UUID
 }
 
 // set changes the state. It also ends staging: the staged file is in place or gone
@@ -153,10 +189,12 @@ func (r *static) adopt() bool {
 	if err != nil || json.Unmarshal(b, &mk) != nil {
 		return false
 	}
-	if mk.Checksum != r.spec.Checksum || mk.Extract != r.spec.Extract || (r.sum.Empty() && !slices.Equal(mk.URLs, r.spec.URLs)) {
+	sameUUID := r.spec.UUID != "" && mk.UUID == r.spec.UUID // the same content, whatever its urls
+	if mk.Checksum != r.spec.Checksum || mk.Extract != r.spec.Extract || (r.sum.Empty() && !sameUUID && !slices.Equal(mk.URLs, r.spec.URLs)) {
 		return false
 	}
 	if !r.spec.Extract {
+		r.digest = mk.Digest
 		return fi.Mode().IsRegular()
 	}
 	if !fi.IsDir() {
@@ -187,6 +225,9 @@ func (m *Manager) stageStatic(ctx context.Context, r *static, rounds int, mayAdo
 			return "", nil
 		}
 	}
+	if staged, ok := m.takeCached(r); ok {
+		return staged, nil
+	}
 	r.mu.Lock()
 	r.state = StateFetching
 	r.mu.Unlock()
@@ -204,11 +245,11 @@ func (m *Manager) stageStatic(ctx context.Context, r *static, rounds int, mayAdo
 			return dir, err
 		}
 	}
-	var wrap func(func() (string, error)) (string, error)
-	if r.shareable() {
-		wrap = func(download func() (string, error)) (string, error) {
+	wrap := func(download func() (string, error)) (string, error) {
+		if r.shareable() {
 			return m.copyOrDownload(ctx, r, prefix, download)
 		}
+		return m.withSpace(r, download)
 	}
 	return m.fetch.fetch(ctx, src, r.dir, prefix, &r.progress, rounds, finish, wrap, func(err error) {
 		r.set(StateFailed, false, err.Error())
@@ -247,9 +288,11 @@ func (m *Manager) unpack(root, name, archive, dir, pattern string) (string, stri
 	return tree, stage, nil
 }
 
-// commitStatic puts a staged resource in place and records it in its marker.
+// commitStatic puts a staged resource in place and records it in its marker. The
+// content it replaces goes to the cache when its marker says cached: true and it is
+// other content (retireReplaced).
 func (m *Manager) commitStatic(r *static, staged string) error {
-	if err := r.makeExecutable(staged); err != nil {
+	fail := func(err error) error {
 		if staged != "" {
 			_ = beneath.RemoveAll(r.dir, staged)
 		}
@@ -257,15 +300,34 @@ func (m *Manager) commitStatic(r *static, staged string) error {
 		m.opts.Changed()
 		return fmt.Errorf("resource %q: %w", r.spec.Name, err)
 	}
+	if err := r.makeExecutable(staged); err != nil {
+		return fail(err)
+	}
+	recordDigest := r.spec.Cached && !r.spec.Extract && r.sum.Empty()
+	if recordDigest && (staged != "" || r.digest == "") {
+		// What the cache will check the file against once the spec drops it: the
+		// checksum says nothing. One more read, of cached: true EMPTY: files only.
+		path := staged
+		if path == "" {
+			path = r.path
+		}
+		d, err := FileDigest(path)
+		if err != nil {
+			return fail(err)
+		}
+		r.digest = d
+	}
 	if staged != "" {
+		m.retireReplaced(r)
 		if err := replace(r.dir, staged, r.path); err != nil {
-			_ = beneath.RemoveAll(r.dir, staged)
-			r.set(StateFailed, false, err.Error())
-			m.opts.Changed()
-			return fmt.Errorf("resource %q: %w", r.spec.Name, err)
+			return fail(err)
 		}
 	}
-	mk := marker{URLs: r.spec.URLs, Checksum: r.spec.Checksum, Extract: r.spec.Extract, Tree: r.tree}
+	r.fromCache = ""
+	mk := marker{URLs: r.spec.URLs, Checksum: r.spec.Checksum, Extract: r.spec.Extract, Tree: r.tree, Cached: r.spec.Cached, UUID: r.spec.UUID}
+	if recordDigest {
+		mk.Digest = r.digest
+	}
 	if err := writeJSONAtomic(r.dir, r.markerPath(), mk); err != nil {
 		m.opts.Log.Warn().Str("resource", r.spec.Name).Err(err).Msg("cannot write the resource marker; it will be fetched again after a restart")
 	}

@@ -256,6 +256,7 @@ var schemaDescriptions = sync.OnceValue(func() map[string]string {
 		"Instance.keep_revisions":  "inactive installed revisions kept for rollback; 0 keeps none",
 		"Instance.activate":        "auto: a new revision is activated once installed; manual: it waits for tend activate ID",
 		"Instance.rollback_after":  "a newly activated revision not ready this long (Go duration, 120s) is rolled back to the last stable one; 0s: never",
+		"Instance.cache_max_bytes": "bytes (as limits.memory): the bound of .tend/cache, least recently used first out; default: none",
 
 		"Limits":        "cgroup limits; each one absent is no limit",
 		"Limits.cpu":    "cores: a number, \"1500m\" or \"1.5c\"",
@@ -352,6 +353,9 @@ var schemaDescriptions = sync.OnceValue(func() map[string]string {
 		"Resource.check_period": "re-verification period such as 0d1h0m; 0d0h0m: never",
 		"Resource.extract":      "unpack the archive into a directory",
 		"Resource.executable":   "make the file executable",
+		"Resource.cached":       "keep the content in .tend/cache once the spec no longer names it, and take it from there when a later spec does",
+		"Resource.size":         "bytes (as limits.memory) checked against the free space of instance.dir's filesystem before any download",
+		"Resource.uuid":         "names the content: resources with the same uuid are the same content, fetched once",
 
 		"DynamicResource.revision":               "a change of it (by a reload) fetches the new urls",
 		"DynamicResource.storage_dir":            "revisions are kept in storage_dir/N",

@@ -51,6 +51,9 @@ type Instance struct {
 	KeepRevisions Opt[int] `yaml:"keep_revisions,omitempty" json:"keep_revisions,omitzero"`
 	Activate      string   `yaml:"activate,omitempty" json:"activate,omitempty"`
 	RollbackAfter string   `yaml:"rollback_after,omitempty" json:"rollback_after,omitempty"`
+	// CacheMaxBytes bounds <instance.dir>/.tend/cache, where removed cached: true
+	// resources are kept; the least recently used go first. Unset: no bound.
+	CacheMaxBytes Bytes `yaml:"cache_max_bytes,omitempty" json:"cache_max_bytes,omitzero"`
 
 	ident *Identity // resolved by Load (identity.go)
 }
@@ -346,6 +349,16 @@ type Resource struct {
 	CheckPeriod string   `yaml:"check_period,omitempty" json:"check_period,omitempty"`
 	Extract     bool     `yaml:"extract,omitempty" json:"extract,omitempty"`
 	Executable  bool     `yaml:"executable,omitempty" json:"executable,omitempty"` // see executable.go
+	// Cached keeps the content in <instance.dir>/.tend/cache once the spec no longer
+	// names it, for a later spec that does (docs/reference.md "Removed resources and
+	// the cache"); without it a removed resource is deleted.
+	Cached bool `yaml:"cached,omitempty" json:"cached,omitempty"`
+	// Size is checked against the free space of instance.dir's filesystem before any
+	// download (docs/reference.md "Disk space"); unset: no check.
+	Size Bytes `yaml:"size,omitempty" json:"size,omitzero"`
+	// UUID names the content: resources with the same uuid are the same content,
+	// fetched once (docs/reference.md "Same checksum, one download").
+	UUID string `yaml:"uuid,omitempty" json:"uuid,omitempty"`
 }
 
 // DynamicResource is a dynamic resource (ISS's DynamicResource) with revisions kept in StorageDir (docs/reference.md "Resources").

@@ -125,6 +125,7 @@ func (k *checker) target(targets map[string]string, path, p string) {
 // resources checks the static resources.
 func (k *checker) resources(targets map[string]string) {
 	names := map[string]string{}
+	uuids := map[string]int{} // uuid -> index of its first resource
 	for i := range k.s.Resources {
 		r := &k.s.Resources[i]
 		path := index("resources", i)
@@ -140,6 +141,32 @@ func (k *checker) resources(targets map[string]string) {
 		if !checkPeriodRe().MatchString(r.CheckPeriod) {
 			k.c.addf(join(path, "check_period"), "must look like 0d1h0m (<days>d<hours>h<minutes>m), got %q", r.CheckPeriod)
 		}
+		k.uuid(path, i, uuids)
+	}
+}
+
+// uuid checks resources[i].uuid: resources with the same uuid are the same content,
+// so they may not say otherwise (another checksum, one extracted and one not).
+func (k *checker) uuid(path string, i int, uuids map[string]int) {
+	r := &k.s.Resources[i]
+	switch {
+	case r.UUID == "":
+		return
+	case strings.TrimSpace(r.UUID) != r.UUID || strings.ContainsAny(r.UUID, "\x00\n\r"):
+		k.c.addf(join(path, "uuid"), "must not have leading or trailing spaces or control characters, got %q", r.UUID)
+		return
+	}
+	first, seen := uuids[r.UUID]
+	if !seen {
+		uuids[r.UUID] = i
+		return
+	}
+	o := &k.s.Resources[first]
+	switch {
+	case o.Checksum != r.Checksum && o.Checksum != DefaultChecksum && r.Checksum != DefaultChecksum:
+		k.c.addf(join(path, "uuid"), "%q is also the uuid of resources[%d] (%s), whose checksum %s differs from %s: the same uuid is the same content", r.UUID, first, o.Name, o.Checksum, r.Checksum)
+	case o.Extract != r.Extract:
+		k.c.addf(join(path, "uuid"), "%q is also the uuid of resources[%d] (%s), which is extracted where this one is not (or the other way round): the same uuid is the same content", r.UUID, first, o.Name)
 	}
 }
 

@@ -175,6 +175,9 @@ const (
 	ReasonNotInstalled         Reason = "NotInstalled"
 	ReasonContainersReady      Reason = "ContainersReady"
 	ReasonContainersNotReady   Reason = "ContainersNotReady"
+	// ReasonInsufficientDisk: a resource's size does not fit the free space of its
+	// filesystem; nothing was fetched (also a resource's reason, as its first word).
+	ReasonInsufficientDisk Reason = "InsufficientDisk"
 )
 
 func boolString(ok bool) string {

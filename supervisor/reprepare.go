@@ -56,11 +56,12 @@ func needsPrepare(prev, next *spec.Spec) string {
 }
 
 // sameStatics compares what of the static resources is put in place: name, urls,
-// checksum, extract, executable and where (check_period alone only re-verifies).
+// checksum, extract, executable, uuid and where (check_period alone only
+// re-verifies; cached and size change nothing in place).
 func sameStatics(prev, next *spec.Spec) bool {
 	return slices.EqualFunc(prev.Resources, next.Resources, func(a, b spec.Resource) bool {
 		return a.Name == b.Name && slices.Equal(a.URLs, b.URLs) && a.Checksum == b.Checksum &&
-			a.Extract == b.Extract && a.Executable == b.Executable && prev.WorkDir(a.Name) == next.WorkDir(b.Name)
+			a.Extract == b.Extract && a.Executable == b.Executable && a.UUID == b.UUID && prev.WorkDir(a.Name) == next.WorkDir(b.Name)
 	})
 }
 

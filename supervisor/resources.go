@@ -68,7 +68,7 @@ func (sv *Supervisor) resourceStatus(doc *status.Document) {
 	doc.Resources, doc.DynamicResources = sv.res.mgr.Status()
 	if doc.State == status.InstancePreparing && !doc.Installed.True() {
 		if why := sv.res.mgr.Failing(); why != "" {
-			doc.Installed.Reason = status.ReasonResourcesFailing
+			doc.Installed.Reason = sv.res.mgr.FailingReason()
 			doc.Installed.Message = why
 		}
 	}
