@@ -1,10 +1,10 @@
 package supervisor
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -12,76 +12,71 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockName is the instance lock in instance.dir: one tend runs an instance at a time,
-// whatever addresses it listens on.
-const lockName = ".tend.lock"
-
 // instanceLock is held (flock) for as long as tend runs the instance; the kernel
 // releases it when tend exits, however it exits.
-type instanceLock struct{ f *os.File }
+type instanceLock struct{ fd int }
 
-// lockInstance takes the instance lock of dir and writes tend's pid into it. Another
-// tend holding it is an error naming its pid. A lock file that cannot be created (a
-// read-only instance.dir) is only a warning: tend then runs unlocked, and the
-// listeners still keep a second tend on the same sockets out.
+// lockInstance takes the instance lock: an exclusive flock on instance.dir itself,
+// opened O_DIRECTORY|O_NOFOLLOW once its real path is known. A container's user may
+// own everything in instance.dir, but cannot remove, replace or redirect the
+// directory it runs in, so a second tend of the same real directory always finds it
+// locked, and exits naming the holder's pid. Only a directory that does not exist
+// (nothing runs in it) is a warning: tend then runs unlocked.
 func lockInstance(dir string, log zerolog.Logger) (*instanceLock, error) {
-	path := filepath.Join(dir, lockName)
-	f, err := openLockFile(path)
-	if err != nil {
-		log.Warn().Err(err).Str("lock", path).Msg("cannot create the instance lock; running without it")
+	real := realDir(dir)
+	fd, err := unix.Open(real, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		log.Warn().Err(err).Str("instance_dir", real).Msg("instance.dir does not exist: running without the instance lock")
 		return nil, nil
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		b := make([]byte, 32)
-		n, _ := f.ReadAt(b, 0) // the open file, not the name: it may have changed since
-		b = b[:n]
-		f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("instance lock: open instance.dir %s: %w", real, err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder := lockHolder(fd)
+		unix.Close(fd)
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			holder := "another tend"
-			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
-				holder += " (pid " + strconv.Itoa(pid) + ")"
-			}
-			return nil, fmt.Errorf("instance %s is already run by %s: %s is locked", dir, holder, path)
+			return nil, fmt.Errorf("instance %s is already run by %s: its directory is locked", dir, holder)
 		}
-		log.Warn().Err(err).Str("lock", path).Msg("cannot lock the instance; running without the lock")
-		return nil, nil
+		return nil, fmt.Errorf("instance lock: flock %s: %w", real, err)
 	}
-	// Only the holder writes, so the pid read by a second tend is the holder's. The
-	// pid is only for a second tend's error message, and writing it costs a few
-	// hundred microseconds on some file systems: not before the first container.
-	go func() {
-		if err := f.Truncate(0); err == nil {
-			_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-		}
-	}()
-	return &instanceLock{f}, nil
+	return &instanceLock{fd}, nil
 }
 
-// openLockFile opens (or creates) the lock file. tend truncates and writes it as root
-// in instance.dir, which a container's user may be able to write: it follows no
-// symlink (O_NOFOLLOW), does not block on a FIFO (O_NONBLOCK), and keeps only a
-// regular file with no other hard link, so that it can never be made to write
-// another file.
-func openLockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o644)
-	if err != nil {
-		return nil, err
-	}
+// lockHolder names the process that holds the flock on the file fd is open on, from
+// /proc/locks ("another tend (pid N)"), or "another tend" when it does not show.
+func lockHolder(fd int) string {
+	const who = "another tend"
 	var st unix.Stat_t
-	if err = unix.Fstat(int(f.Fd()), &st); err == nil && (st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1) {
-		err = errors.New("not a regular file with one link")
+	if unix.Fstat(fd, &st) != nil {
+		return who
 	}
+	f, err := os.Open("/proc/locks")
 	if err != nil {
-		f.Close()
-		return nil, err
+		return who
 	}
-	return f, nil
+	defer f.Close()
+	// "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF". Matched by inode alone:
+	// st_dev is not the device /proc/locks shows on every file system, and a
+	// match on another device only misnames the holder. A holder in another PID
+	// namespace shows as pid 0 or not at all.
+	inode := ":" + strconv.FormatUint(st.Ino, 10)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || fields[1] != "FLOCK" || !strings.HasSuffix(fields[5], inode) {
+			continue
+		}
+		if pid, err := strconv.Atoi(fields[4]); err == nil && pid > 0 {
+			return who + " (pid " + strconv.Itoa(pid) + ")"
+		}
+	}
+	return who
 }
 
-// release unlocks the instance (the file stays: removing it would race with a next
-// tend that opened it already).
+// release unlocks the instance.
 func (l *instanceLock) release() {
 	if l != nil {
-		l.f.Close()
+		unix.Close(l.fd)
 	}
 }

@@ -7,12 +7,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -193,34 +191,13 @@ containers:
 		return containerStatus(d, "app").State == status.Running
 	})
 	for _, extra := range [][]string{nil, {"--listen", "unix:" + filepath.Join(tp.dir, "other.sock")}} {
-		// In a PID namespace of its own where there is one, so that whatever it wrongly
-		// starts dies with it; else its process group is killed below.
-		args := append(append([]string{tendBin, "run"}, extra...), filepath.Join(tp.dir, "spec.yaml"))
-		if noPIDNamespace == "" {
-			args = append([]string{"unshare", "--pid", "--fork", "--mount-proc", "--kill-child"}, args...)
+		code, out := secondTend(t, tp, extra...)
+		if code != 1 {
+			t.Errorf("second tend %v: exit %d, want 1; output:\n%s", extra, code, out)
 		}
-		cmd := exec.Command(args[0], args[1:]...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		var out syncBuffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		var err error
-		select {
-		case err = <-done:
-		case <-time.After(20 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-			t.Fatalf("second tend %v did not exit; output:\n%s", extra, out.String())
-		}
-		if code := cmd.ProcessState.ExitCode(); code != 1 {
-			t.Errorf("second tend %v: exit %d (%v), want 1; output:\n%s", extra, code, err, out.String())
-		}
-		if !strings.Contains(out.String(), "is already run by another tend (pid ") {
-			t.Errorf("second tend %v does not say why it stopped:\n%s", extra, out.String())
+		// (pid N) where the holder's pid shows: not from another PID namespace.
+		if !strings.Contains(out, "is already run by another tend") {
+			t.Errorf("second tend %v does not say why it stopped:\n%s", extra, out)
 		}
 	}
 	if got := lines(t, filepath.Join(tp.dir, "migrations")); len(got) != 1 {
