@@ -348,7 +348,7 @@ func printStatus(w io.Writer, doc status.Document) {
 			n = preparing
 		}
 		cpu, mem := usageText(c)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Restarts, c.Ready.Status, c.Alive.Status, cpu, mem, since, exitText(c.LastExit), n)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Restarts, readyText(c), c.Alive.Status, cpu, mem, since, exitText(c.LastExit), n)
 	}
 	tw.Flush()
 	if len(doc.Resources) > 0 || len(doc.DynamicResources) > 0 {
@@ -362,6 +362,16 @@ func printStatus(w io.Writer, doc status.Document) {
 		}
 		tw.Flush()
 	}
+}
+
+// readyText is a container's READY column: "-" for a stopped one (by tend stop or
+// target_state removed), whose ready condition is True only so that it does not hold
+// the instance back (its status says why); the condition's status otherwise.
+func readyText(c status.Container) string {
+	if c.State == status.Stopped {
+		return "-"
+	}
+	return c.Ready.Status
 }
 
 // usageText is a container's CPU (% of one core over the last sample) and MEM columns;

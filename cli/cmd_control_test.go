@@ -48,3 +48,23 @@ func TestPrintStatusWaitingForInit(t *testing.T) {
 		t.Errorf("a running instance's rows still wait for an init container:\n%s", out.String())
 	}
 }
+
+// A stopped container's READY is "-": its ready condition is True only so that it
+// does not hold the instance back.
+func TestPrintStatusStoppedReady(t *testing.T) {
+	doc := status.Document{Instance: "x", State: status.InstanceRunning, Containers: []status.Container{
+		{Name: "web", State: status.Stopped, StoppedByRequest: true, Ready: status.Condition{Status: "True", Reason: status.ReasonStoppedByRequest}, Alive: status.Condition{Status: "False"}, AffectsReadiness: true},
+		{Name: "api", State: status.Running, Ready: status.Condition{Status: "True"}, Alive: status.Condition{Status: "True"}, AffectsReadiness: true},
+	}}
+	var out bytes.Buffer
+	printStatus(&out, doc)
+	ready := map[string]string{}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 4 {
+			ready[f[0]] = f[4]
+		}
+	}
+	if ready["web"] != "-" || ready["api"] != "True" {
+		t.Errorf("READY web %q, api %q; want - and True:\n%s", ready["web"], ready["api"], out.String())
+	}
+}

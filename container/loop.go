@@ -407,20 +407,34 @@ func (l *loop) deadlineExit() {
 }
 
 // recordExit records an exit (or a failed start) in last_exit and as an event:
-// how it ended, and why when tend ended it.
+// how it ended, and why when tend ended it. A failure is a Warning, except the exit
+// a stop that was asked for (tend stop, restart, a reload, the shutdown) caused
+// with its own signal: that is how such a stop goes, Normal.
 func (l *loop) recordExit(e proc.Exit, reason string) {
 	l.st.LastExit = ExitStatus(e, reason, time.Now())
 	msg, typ, why := e.String(), status.Normal, status.ReasonExited
 	if reason != "" {
 		msg += ": " + reason
 	}
-	if !e.Success() {
+	if !e.Success() && !asked(l.state, reason, e) {
 		typ = status.Warning
 	}
 	if reason == string(status.ReasonOOMKilled) {
 		why = status.ReasonOOMKilled // the kernel killed it: an event of its own kind
 	}
 	l.record(typ, why, msg)
+}
+
+// asked tells whether an exit in state is the end of a stop that was asked for and
+// went as it should: stopping, restarting or shutting down, for no reason of tend's
+// own (a liveness kill, memory_restart, OOM), by the stop's signal rather than the
+// SIGKILL of a process that outlived its term timeout.
+func asked(st state, killReason string, e proc.Exit) bool {
+	switch st {
+	case stateStopping, stateRestarting, stateShuttingDown:
+		return killReason == "" && e.Signal != syscall.SIGKILL
+	}
+	return false
 }
 
 // ExitStatus is how e appears in status as a last_exit; reason "" says how it ended.
@@ -496,7 +510,7 @@ func (l *loop) publish() {
 }
 
 func (l *loop) logTransition(what string, prev, next status.Condition) {
-	if prev.Status == next.Status {
+	if prev.Status == next.Status || impliedTransition(next) {
 		return
 	}
 	ev := l.log.Info()
@@ -511,6 +525,22 @@ func (l *loop) logTransition(what string, prev, next status.Condition) {
 		msg = "not " + what
 	}
 	ev.Str("reason", string(next.Reason)).Msg(msg)
+}
+
+// impliedTransition tells whether a condition's change says nothing the line of the
+// event that caused it has not said: alive (and ready, without a readiness check) as
+// a process starts — the "started" line —, not alive and not ready as it exits or a
+// stop begins — the "exited" and "stopping" lines —, and the ready a stopped
+// container keeps only so that it does not hold the instance back. A process without
+// probes logs one line when it starts, not three.
+func impliedTransition(next status.Condition) bool {
+	switch next.Reason {
+	case status.ReasonRunning, status.ReasonStoppedByRequest, status.ReasonRemoved:
+		return next.True()
+	case status.ReasonExited, status.ReasonStopped, status.ReasonStopping:
+		return !next.True()
+	}
+	return false
 }
 
 // removedReason says why a stopped container counts as ready: the spec or a request.
