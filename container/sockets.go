@@ -6,12 +6,14 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tend-sh/tend/internal/beneath"
 	"github.com/tend-sh/tend/spec"
 )
 
@@ -30,6 +32,7 @@ type Sockets struct {
 
 type boundSocket struct {
 	network, addr, name string
+	root                string // instance.dir: a unix socket's directory is resolved beneath it
 }
 
 // NewSockets returns the sockets of sc, addresses resolved by s; nil when it has none.
@@ -40,7 +43,7 @@ func NewSockets(s *spec.Spec, sc *spec.Container) *Sockets {
 	ss := &Sockets{}
 	for _, sock := range sc.Sockets {
 		network, addr := s.SocketAddr(sock)
-		ss.list = append(ss.list, boundSocket{network: network, addr: addr, name: sock.Name})
+		ss.list = append(ss.list, boundSocket{network: network, addr: addr, name: sock.Name, root: s.Instance.Dir})
 	}
 	return ss
 }
@@ -121,10 +124,17 @@ func (ss *Sockets) Close() {
 func (b boundSocket) bind() (*os.File, error) {
 	var sa unix.Sockaddr
 	domain := unix.AF_UNIX
+	var dir *os.File // a unix socket's directory, opened beneath instance.dir
 	if b.network == "unix" {
-		if err := removeStaleSocket(b.addr); err != nil {
+		d, name, err := beneath.OpenParent(b.root, b.addr)
+		if err != nil {
 			return nil, err
 		}
+		defer d.Close()
+		if err := removeStaleSocket(d, name, b.addr); err != nil {
+			return nil, err
+		}
+		dir = d
 		sa = &unix.SockaddrUnix{Name: b.addr}
 	} else {
 		ap, err := netip.ParseAddrPort(b.addr)
@@ -141,15 +151,16 @@ func (b boundSocket) bind() (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := listenOn(fd, domain, sa, b.addr); err != nil {
+	if err := listenOn(fd, domain, sa, dir, b.addr); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), b.network+":"+b.addr), nil
 }
 
-// listenOn binds fd to sa and listens, with the backlog Go's own listeners use.
-func listenOn(fd, domain int, sa unix.Sockaddr, addr string) error {
+// listenOn binds fd to sa and listens, with the backlog Go's own listeners use. A
+// unix socket's file is in dir (opened beneath instance.dir), where it gets its mode.
+func listenOn(fd, domain int, sa unix.Sockaddr, dir *os.File, addr string) error {
 	if domain != unix.AF_UNIX {
 		// A restart of tend, or a socket closed by a reload, must not wait out
 		// TIME_WAIT connections before the address binds again.
@@ -161,8 +172,8 @@ func listenOn(fd, domain int, sa unix.Sockaddr, addr string) error {
 		return fmt.Errorf("bind: %w", err)
 	}
 	if domain == unix.AF_UNIX {
-		// Group members may connect; others may not (SPEC §14.1).
-		if err := os.Chmod(addr, 0o660); err != nil {
+		// Group members may connect; others may not (docs/reference.md).
+		if err := chmodSocket(dir, filepath.Base(addr), addr); err != nil {
 			return err
 		}
 	}
@@ -172,19 +183,52 @@ func listenOn(fd, domain int, sa unix.Sockaddr, addr string) error {
 	return nil
 }
 
-// removeStaleSocket removes what an earlier run left at path, only if it is a socket:
-// any other file there is not tend's to remove, and bind reports it.
-func removeStaleSocket(path string) error {
-	info, err := os.Lstat(path)
+// removeStaleSocket removes what an earlier run left at name in dir (path, for
+// messages), only if it is a socket: any other file there is not tend's to remove,
+// and bind reports it.
+func removeStaleSocket(dir *os.File, name, path string) error {
+	var st unix.Stat_t
+	err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, unix.ENOENT):
 		return nil
 	case err != nil:
-		return err
-	case info.Mode().Type() != fs.ModeSocket:
+		return &fs.PathError{Op: "lstat", Path: path, Err: err}
+	case st.Mode&unix.S_IFMT != unix.S_IFSOCK:
 		return fmt.Errorf("%s exists and is not a socket", path)
 	}
-	return os.Remove(path)
+	if err := unix.Unlinkat(int(dir.Fd()), name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return &fs.PathError{Op: "remove", Path: path, Err: err}
+	}
+	return nil
+}
+
+// chmodSocket gives the socket file name in dir mode 0660 without following a
+// symlink: the directory's owner could swap one in after bind, and a chmod by name
+// would then loosen whatever root file it points to. The file is opened O_PATH (a
+// symlink is opened as itself), checked to be a socket, and changed through its
+// descriptor's /proc entry.
+func chmodSocket(dir *os.File, name, path string) error {
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &fs.PathError{Op: "chmod", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &fs.PathError{Op: "chmod", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return fmt.Errorf("chmod %s: replaced by something other than a socket after bind", path)
+	}
+	err = unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), 0o660, 0)
+	if errors.Is(err, unix.ENOENT) { // no /proc: by name, just checked to be a socket
+		err = unix.Fchmodat(int(dir.Fd()), name, 0o660, 0)
+	}
+	if err != nil {
+		return &fs.PathError{Op: "chmod", Path: path, Err: err}
+	}
+	return nil
 }
 
 // listenBacklog is the kernel's somaxconn, as Go's net package uses (the kernel caps
