@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tend-sh/tend/probes"
+	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -221,6 +222,39 @@ func (l *loop) onTimer() {
 	}
 }
 
+// onSchedule handles a scheduled time: a run begins, unless one is going (skipped,
+// with an event) or the container is stopped (by request or target_state) or
+// shutting down, whose stop a schedule never undoes.
+func (l *loop) onSchedule(now time.Time) {
+	l.schedC = nil
+	var going bool
+	switch l.state {
+	case stateWaiting, stateCompleted, stateFailed:
+		going = len(l.st.WaitingFor) > 0 // still waiting for its depends_on conditions
+	case stateInitializing, stateRunning, stateBackoff, stateStopping, stateRestarting, stateDeadlineStopping:
+		going = true
+	case stateStopped, stateShuttingDown:
+		l.setSchedule(l.sched.Next(now))
+		l.publish()
+		return
+	}
+	due := l.schedDue
+	f := restart.AtTimer(l.sched, due, now, going)
+	l.setSchedule(f.Next)
+	switch {
+	case f.Skip:
+		l.recordf(status.Warning, status.ReasonScheduleSkipped, "the run of %s was skipped: the last one is still %s", due.Format(time.DateTime), l.st.State)
+		l.publish()
+	case f.Start:
+		l.fails = 0
+		l.st.WaitingFor = []string{}
+		l.begin()
+		l.publish()
+	default:
+		l.publish() // the wall clock went back: waiting for the same time
+	}
+}
+
 // onExit handles the end of the running process.
 func (l *loop) onExit() {
 	p := l.proc
@@ -254,6 +288,30 @@ func (l *loop) onExit() {
 		l.afterExit(e, ran)
 	default:
 		l.afterExit(e, ran)
+	}
+}
+
+// onOldExit ends the overlap: the old process exited, stopped or on its own.
+func (l *loop) onOldExit() {
+	old := l.ro.old
+	_ = old.SignalGroup(syscall.SIGKILL) // what it left in its group dies with it
+	l.ro = rollout{}
+	l.c.overlap.Store(false)
+	l.st.OldPid = nil
+	switch l.state {
+	case stateRetiring:
+		l.log.Info().Int("old_pid", old.Pid()).Str("exit", old.Exit().String()).Msg("start first: the old process stopped")
+		l.setState(stateRunning)
+	case stateRollout:
+		l.log.Warn().Int("old_pid", old.Pid()).Str("exit", old.Exit().String()).Msg("start first: the old process exited before the new one was ready")
+		l.stopTimer()
+		if l.proc == nil {
+			l.setState(stateInitializing) // a plain start now: the process follows its init commands
+			return
+		}
+		l.setState(stateRunning)
+	default:
+		l.publish()
 	}
 }
 

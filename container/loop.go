@@ -99,54 +99,24 @@ func (s state) String() string {
 	return string(stateToStatus(s))
 }
 
-// loop is the state owned by Run's goroutine. Nothing else touches it.
+// loop is the state owned by Run's goroutine. Nothing else touches it. It is what
+// the loop owns (its state, the current run, the timers of the state machine) beside
+// what it uses (loopDeps: the container's cgroup, output and sockets, the spec it
+// runs, the channels its helpers report on).
 type loop struct {
-	c      *Container
-	cfg    Config
-	sc     *spec.Container
-	rules  restart.Rules // restart_policy: what follows a run (restart.Decide)
-	rand   func() float64
-	log    zerolog.Logger
+	loopDeps
 	state  state
 	st     status.Container // the status published; st.State is stateToStatus(state)
 	events []status.Event   // the events published (record), oldest first
 
-	// The running process, if any, and the last one started (for its output).
-	lastProc   *proc.Process
-	proc       *proc.Process
-	procDone   <-chan struct{}
-	runID      uint64 // which process a probe result is about
-	mark       string // the TEND_RUN of the run started last (runmark.go)
-	startedAt  time.Time
-	killReason string // why tend killed it (liveness), for last_exit.reason
-
-	fails       int  // consecutive short runs
-	initialized bool // init commands ran for this spec
-	started     bool // started at least once (restarts count from the second start)
-
-	timer  *time.Timer
-	timerC <-chan time.Time
-
-	probeCancel  context.CancelFunc
-	probeEvents  chan probes.Event
-	health       runHealth
-	notifyMsgs   chan notifyMsg   // from the notify socket of a run
-	readySignals chan readySignal // READY=1, a notification newline, a matching line
-	watchdog     *stall.Timer     // notify watchdog_ms
-	watchdogC    <-chan time.Time
-	deadline     *time.Timer // max_run_ms
-	deadlineC    <-chan time.Time
+	currentRun
+	history
+	loopTimers
 
 	initCancel context.CancelFunc
 	initDone   chan error
 
-	sched     cron.Schedule // the spec's schedule; nil: none (schedule.go)
-	schedDue  time.Time     // the scheduled time schedTimer is set for
-	schedTime *time.Timer
-	schedC    <-chan time.Time
-
-	stop      *stopRun // the stop sequence in progress (a stopping state)
-	stopSteps chan stopEvent
+	stop *stopRun // the stop sequence in progress (a stopping state)
 	// destroyAfter is a destroy still to run after the stop in progress: a Shutdown
 	// joined a stop that was started without one.
 	destroyAfter *StopOp
@@ -156,6 +126,62 @@ type loop struct {
 	// that one ends (startfirst.go); nil when none waits.
 	queued *specState
 	usage  runUsage // the runs' usage and memory_restart (usage.go)
+}
+
+// loopDeps is what the loop uses and does not own: the container (its cgroup,
+// output writers, sockets and command channel), the spec it runs (a start_first
+// update swaps it: specState), and the channels on which the goroutines it starts
+// (probes, notify sockets, stop sequences) report back.
+type loopDeps struct {
+	c     *Container
+	cfg   Config
+	sc    *spec.Container
+	rules restart.Rules // restart_policy: what follows a run (restart.Decide)
+	rand  func() float64
+	log   zerolog.Logger
+
+	probeEvents  chan probes.Event
+	notifyMsgs   chan notifyMsg   // from the notify socket of a run
+	readySignals chan readySignal // READY=1, a notification newline, a matching line
+	stopSteps    chan stopEvent
+}
+
+// currentRun is the running process, if any, the last one started (for its
+// output), and what watches it.
+type currentRun struct {
+	lastProc   *proc.Process
+	proc       *proc.Process
+	procDone   <-chan struct{}
+	runID      uint64 // which process a probe result is about
+	mark       string // the TEND_RUN of the run started last (runmark.go)
+	startedAt  time.Time
+	killReason string // why tend killed it (liveness), for last_exit.reason
+
+	probeCancel context.CancelFunc
+	health      runHealth
+	watchdog    *stall.Timer // notify watchdog_ms
+	watchdogC   <-chan time.Time
+	deadline    *time.Timer // max_run_ms
+	deadlineC   <-chan time.Time
+}
+
+// history is what the runs so far leave for the next decision.
+type history struct {
+	fails       int  // consecutive short runs (restart.Decide)
+	initialized bool // init commands ran for this spec
+	started     bool // started at least once (restarts count from the second start)
+}
+
+// loopTimers are the state machine's own timers: the backoff (or a rollout's
+// timeout) and the schedule.
+type loopTimers struct {
+	timer  *time.Timer
+	timerC <-chan time.Time
+
+	sched     cron.Schedule // the spec's schedule; nil: none (schedule.go)
+	schedDue  time.Time     // the scheduled time schedTimer is set for
+	schedTime *time.Timer
+	schedC    <-chan time.Time
 }
 
 func newLoop(c *Container) *loop {
@@ -170,27 +196,32 @@ func newLoop(c *Container) *loop {
 		initial = stateStopped // target_state removed (initialStatus)
 	}
 	return &loop{
-		c:            c,
-		cfg:          c.cfg,
-		sc:           sc,
-		rules:        restart.RulesFromSpec(sc.RestartPolicy),
-		rand:         rnd,
-		log:          c.cfg.Log.With().Str("container", sc.Name).Logger(),
-		state:        initial,
-		st:           st,
-		probeEvents:  make(chan probes.Event, 4),
-		stopSteps:    make(chan stopEvent, 8),
-		notifyMsgs:   make(chan notifyMsg, 4),
-		readySignals: make(chan readySignal, 4),
+		loopDeps: loopDeps{
+			c:            c,
+			cfg:          c.cfg,
+			sc:           sc,
+			rules:        restart.RulesFromSpec(sc.RestartPolicy),
+			rand:         rnd,
+			log:          c.cfg.Log.With().Str("container", sc.Name).Logger(),
+			probeEvents:  make(chan probes.Event, 4),
+			stopSteps:    make(chan stopEvent, 8),
+			notifyMsgs:   make(chan notifyMsg, 4),
+			readySignals: make(chan readySignal, 4),
+		},
+		state: initial,
+		st:    st,
 	}
 }
 
+// run is the loop: one select over everything that can happen to the container,
+// each case handing the event to its handler in events.go, until a handler reports
+// that the loop has ended or Run's context is gone.
 func (l *loop) run(ctx context.Context) {
 	l.armSchedule()
 	if l.st.TargetState != spec.TargetRemoved && !l.cfg.Held && l.sched == nil {
 		l.begin()
 	}
-	for {
+	for ended := false; !ended; {
 		select {
 		case <-ctx.Done():
 			l.abort()
@@ -208,9 +239,7 @@ func (l *loop) run(ctx context.Context) {
 		case <-l.watchdogC:
 			l.onWatchdog()
 		case <-l.deadlineC:
-			if l.onDeadline() {
-				return
-			}
+			ended = l.onDeadline()
 		case <-l.timerC:
 			l.onTimer()
 		case now := <-l.schedC:
@@ -220,15 +249,13 @@ func (l *loop) run(ctx context.Context) {
 		case err := <-l.initDone:
 			l.onInitDone(err)
 		case ev := <-l.stopSteps:
-			if l.onStopEvent(ev) {
-				return
-			}
+			ended = l.onStopEvent(ev)
 		case cmd := <-l.c.cmds:
-			if l.onCommand(cmd) {
-				return
-			}
+			ended = l.onCommand(cmd)
 		}
-		l.rollQueued()
+		if !ended {
+			l.rollQueued()
+		}
 	}
 }
 

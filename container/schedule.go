@@ -3,7 +3,6 @@ package container
 import (
 	"time"
 
-	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -12,7 +11,7 @@ import (
 // the instance: it waits, and its schedule's timer begins a run at each scheduled
 // time. Its restart mode (never or on_failure) ends each run; a time that comes
 // while a run is going is skipped. The timer is the loop's like every other, and
-// onSchedule switches on the state.
+// onSchedule (events.go) switches on the state.
 
 // scheduledMessage is the ready condition's message of a container waiting for its
 // schedule: it counts as ready (nothing is wrong), as it does while it runs.
@@ -53,39 +52,6 @@ func (l *loop) stopSchedule() {
 	if l.schedTime != nil {
 		l.schedTime.Stop()
 		l.schedTime, l.schedC = nil, nil
-	}
-}
-
-// onSchedule handles a scheduled time: a run begins, unless one is going (skipped,
-// with an event) or the container is stopped (by request or target_state) or
-// shutting down, whose stop a schedule never undoes.
-func (l *loop) onSchedule(now time.Time) {
-	l.schedC = nil
-	var going bool
-	switch l.state {
-	case stateWaiting, stateCompleted, stateFailed:
-		going = len(l.st.WaitingFor) > 0 // still waiting for its depends_on conditions
-	case stateInitializing, stateRunning, stateBackoff, stateStopping, stateRestarting, stateDeadlineStopping:
-		going = true
-	case stateStopped, stateShuttingDown:
-		l.setSchedule(l.sched.Next(now))
-		l.publish()
-		return
-	}
-	due := l.schedDue
-	f := restart.AtTimer(l.sched, due, now, going)
-	l.setSchedule(f.Next)
-	switch {
-	case f.Skip:
-		l.recordf(status.Warning, status.ReasonScheduleSkipped, "the run of %s was skipped: the last one is still %s", due.Format(time.DateTime), l.st.State)
-		l.publish()
-	case f.Start:
-		l.fails = 0
-		l.st.WaitingFor = []string{}
-		l.begin()
-		l.publish()
-	default:
-		l.publish() // the wall clock went back: waiting for the same time
 	}
 }
 

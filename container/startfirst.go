@@ -263,30 +263,6 @@ func (l *loop) resumeHealth(ready status.Condition) {
 	}
 }
 
-// onOldExit ends the overlap: the old process exited, stopped or on its own.
-func (l *loop) onOldExit() {
-	old := l.ro.old
-	_ = old.SignalGroup(syscall.SIGKILL) // what it left in its group dies with it
-	l.ro = rollout{}
-	l.c.overlap.Store(false)
-	l.st.OldPid = nil
-	switch l.state {
-	case stateRetiring:
-		l.log.Info().Int("old_pid", old.Pid()).Str("exit", old.Exit().String()).Msg("start first: the old process stopped")
-		l.setState(stateRunning)
-	case stateRollout:
-		l.log.Warn().Int("old_pid", old.Pid()).Str("exit", old.Exit().String()).Msg("start first: the old process exited before the new one was ready")
-		l.stopTimer()
-		if l.proc == nil {
-			l.setState(stateInitializing) // a plain start now: the process follows its init commands
-			return
-		}
-		l.setState(stateRunning)
-	default:
-		l.publish()
-	}
-}
-
 // endOverlap leaves one process for a stop that comes during an update: in a
 // rollout the new one, not ready yet, is killed and the old one is the container's
 // again; while the old one stops, it is killed.
