@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,4 +103,31 @@ containers:
 	if code != 0 || !regexp.MustCompile(`Limits applied:?\s+no \(memory: cgroups are off: want off\)`).MatchString(out) {
 		t.Errorf("tend describe web: exit %d, want `Limits applied  no (memory: cgroups are off: want off)`\n%s%s", code, out, errOut)
 	}
+}
+
+// Without cgroups, what a tend killed with SIGKILL left running is found by its
+// instance's TEND_RUN mark and killed when the next tend of the instance starts, also
+// a container its spec no longer has (SPEC §18.5).
+func TestMarkedLeftoversOfACrashedTendAreKilled(t *testing.T) {
+	inst := t.TempDir()
+	listen := []string{"--listen", "unix:{DIR}/tend.sock"} // instance.dir is elsewhere
+	first := start(t, "instance: {dir: "+inst+", cgroups: off}\ncontainers: [{name: a, command: sleep 600}, {name: b, command: sleep 600}]\n", runOpts{as: asChild, args: listen})
+	doc := first.waitStatus(10*time.Second, "a and b running", func(d status.Document) bool {
+		return containerStatus(d, "a").Pid != nil && containerStatus(d, "b").Pid != nil
+	})
+	a, b := *containerStatus(doc, "a").Pid, *containerStatus(doc, "b").Pid
+	t.Cleanup(func() { syscall.Kill(a, syscall.SIGKILL); syscall.Kill(b, syscall.SIGKILL) })
+	if err := syscall.Kill(first.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.wait(10 * time.Second)
+	if !alive(a) || !alive(b) {
+		t.Fatalf("the containers died with tend (a %v, b %v): nothing to test", alive(a), alive(b))
+	}
+	second := start(t, "instance: {dir: "+inst+", cgroups: off}\ncontainers: [{name: a, command: sleep 600}]\n", runOpts{as: asChild, args: listen})
+	second.waitStatus(10*time.Second, "a running", func(d status.Document) bool { return containerStatus(d, "a").Pid != nil })
+	waitFor(t, 10*time.Second, "the crashed tend's a and b gone", func() (bool, string) {
+		return !alive(a) && !alive(b), fmt.Sprintf("a alive %v, b alive %v", alive(a), alive(b))
+	})
+	termAndWait(t, second, 15*time.Second)
 }
