@@ -457,7 +457,7 @@ func limitsLine(doc status.Document) string {
 	switch {
 	case len(names) == 0:
 		return ""
-	case doc.Cgroups.Mode == "off":
+	case doc.Cgroups.Mode == status.CgroupsOff:
 		return fmt.Sprintf("cgroups off: %s; limits not applied to %s", doc.Cgroups.Reason, strings.Join(names, ", "))
 	}
 	return fmt.Sprintf("limits not applied to %s (tend describe NAME says why)", strings.Join(names, ", "))

@@ -127,7 +127,7 @@ type dynamic struct {
 
 	mu     sync.Mutex // guards the fields below, read by status
 	spec   spec.DynamicResource
-	state  string
+	state  status.ResourceState
 	reason string
 	active int64
 }
@@ -137,7 +137,7 @@ func newDynamic(s *spec.Spec, d spec.DynamicResource) (*dynamic, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamic resource %q: %w", d.Name, err)
 	}
-	r := &dynamic{spec: d, sum: sum, root: s.Instance.Dir, storage: s.WorkDir(d.StorageDir), dest: s.WorkDir(d.Destination), state: StateFetching, active: -1}
+	r := &dynamic{spec: d, sum: sum, root: s.Instance.Dir, storage: s.WorkDir(d.StorageDir), dest: s.WorkDir(d.Destination), state: status.ResourceFetching, active: -1}
 	r.progress.reset(-1)
 	return r, nil
 }
@@ -148,7 +148,7 @@ func (r *dynamic) name() string {
 	return r.spec.Name
 }
 
-func (r *dynamic) set(state, reason string) {
+func (r *dynamic) set(state status.ResourceState, reason string) {
 	r.mu.Lock()
 	r.state, r.reason = state, reason
 	r.mu.Unlock()
@@ -324,7 +324,7 @@ func (m *Manager) stageDynamic(ctx context.Context, r *dynamic, d spec.DynamicRe
 	}
 	path := r.freePath(d.Revision)
 	removeStale(r.root, r.storage, path)
-	r.set(StateFetching, r.reason)
+	r.set(status.ResourceFetching, r.reason)
 	m.opts.Changed()
 	m.opts.Log.Info().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Strs("urls", d.URLs).Msg("fetching dynamic resource")
 	var tree string
@@ -338,7 +338,7 @@ func (m *Manager) stageDynamic(ctx context.Context, r *dynamic, d spec.DynamicRe
 	}
 	src := Source{Name: d.Name, URLs: d.URLs, Checksum: r.sum, Root: r.root}
 	staged, err := m.fetch.fetch(ctx, src, r.storage, "."+path+".tend-part-*", &r.progress, rounds, finish, nil, func(err error) {
-		r.set(StateFailed, err.Error())
+		r.set(status.ResourceFailed, err.Error())
 		m.opts.Changed()
 	})
 	if err != nil {

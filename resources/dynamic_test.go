@@ -77,7 +77,7 @@ func TestDynamicLifecycle(t *testing.T) {
 	if got := linkTarget(t, dir); got != "1" {
 		t.Fatalf("geo -> %s, want store/1", got)
 	}
-	if st := dynStatus(m); st.State != StateReady || st.ActiveRevision != 1 || st.Revision != 1 {
+	if st := dynStatus(m); st.State != status.ResourceReady || st.ActiveRevision != 1 || st.Revision != 1 {
 		t.Errorf("status = %+v", st)
 	}
 	if n := notified(t, dir); len(n) != 0 {
@@ -89,7 +89,7 @@ func TestDynamicLifecycle(t *testing.T) {
 	if got := linkTarget(t, dir); got != "2" {
 		t.Fatalf("geo -> %s, want store/2", got)
 	}
-	if st := dynStatus(m); st.State != StateReady || st.ActiveRevision != 2 {
+	if st := dynStatus(m); st.State != status.ResourceReady || st.ActiveRevision != 2 {
 		t.Errorf("status = %+v", st)
 	}
 	if n := strings.Join(notified(t, dir), " "); n != "app geo |" {
@@ -102,7 +102,7 @@ func TestDynamicLifecycle(t *testing.T) {
 		t.Fatalf("after a failed verify geo -> %s, want store/2", got)
 	}
 	st := dynStatus(m)
-	if st.State != StateRolledBack || st.ActiveRevision != 2 || st.Revision != 3 || !strings.HasPrefix(st.Reason, "verify failed: ") {
+	if st.State != status.ResourceRolledBack || st.ActiveRevision != 2 || st.Revision != 3 || !strings.HasPrefix(st.Reason, "verify failed: ") {
 		t.Errorf("status = %+v, want rolled_back to 2", st)
 	}
 	if n := strings.Join(notified(t, dir), " "); n != "app geo | app geo | app geo |" {
@@ -119,7 +119,7 @@ func TestDynamicLifecycle(t *testing.T) {
 	if got := linkTarget(t, dir); got != "1" || srv.count("/v1") != 1 {
 		t.Fatalf("geo -> %s with %d requests for v1, want store/1 reused", got, srv.count("/v1"))
 	}
-	if st := dynStatus(m); st.State != StateReady || st.ActiveRevision != 4 {
+	if st := dynStatus(m); st.State != status.ResourceReady || st.ActiveRevision != 4 {
 		t.Errorf("status = %+v", st)
 	}
 
@@ -145,7 +145,7 @@ func TestDynamicLifecycle(t *testing.T) {
 	if got := linkTarget(t, dir); got != "5" {
 		t.Errorf("after a restart, a failed verify leaves geo -> %s, want store/5", got)
 	}
-	if st := dynStatus(m2); st.State != StateRolledBack || st.ActiveRevision != 5 {
+	if st := dynStatus(m2); st.State != status.ResourceRolledBack || st.ActiveRevision != 5 {
 		t.Errorf("status = %+v, want rolled_back to 5", st)
 	}
 	if left := leftovers(t, filepath.Join(dir, "store")); len(left) > 0 {
@@ -177,13 +177,13 @@ containers: []
 	if got := linkTarget(t, dir); got != "7" {
 		t.Errorf("geo -> %s, want store/7", got)
 	}
-	if st := dynStatus(m); st.State != StateFailed || st.ActiveRevision != 7 || !strings.Contains(st.Reason, "HTTP 404") {
+	if st := dynStatus(m); st.State != status.ResourceFailed || st.ActiveRevision != 7 || !strings.Contains(st.Reason, "HTTP 404") {
 		t.Errorf("status = %+v", st)
 	}
 	// The same spec again retries a failed download.
 	srv.file("/missing.tgz", gzipBytes(tarBytes(t, good)))
 	m.Reload(context.Background(), loadSpec(t, dir, spec(8, "/missing.tgz")), nil)
-	if st := dynStatus(m); st.State != StateReady || st.ActiveRevision != 8 || linkTarget(t, dir) != "8" {
+	if st := dynStatus(m); st.State != status.ResourceReady || st.ActiveRevision != 8 || linkTarget(t, dir) != "8" {
 		t.Errorf("status = %+v, geo -> %s", st, linkTarget(t, dir))
 	}
 }
@@ -250,7 +250,7 @@ containers: []
 	}
 	// Also when another URL fails otherwise.
 	m.Reload(context.Background(), loadSpec(t, dir, spec(2, `/bad.tar", "`+srv.URL+`/missing`)), nil)
-	if st := dynStatus(m); st.State != StateFailed || st.ActiveRevision != 1 || !strings.Contains(st.Reason, "unsafe archive") {
+	if st := dynStatus(m); st.State != status.ResourceFailed || st.ActiveRevision != 1 || !strings.Contains(st.Reason, "unsafe archive") {
 		t.Errorf("status = %+v", st)
 	}
 	if n := srv.count("/bad.tar"); n != 1 {
@@ -292,7 +292,7 @@ containers: []
 	}()
 	m.Reload(ctx, loadSpec(t, dir, spec(2, "/v2")), nil)
 	want := "verify of revision 2 did not finish (tend stopped)"
-	if st := dynStatus(m); st.State != StateRolledBack || st.ActiveRevision != 1 || st.Reason != want {
+	if st := dynStatus(m); st.State != status.ResourceRolledBack || st.ActiveRevision != 1 || st.Reason != want {
 		t.Errorf("status = %+v, want rolled_back to 1: %s", st, want)
 	}
 	m.Close()
@@ -300,7 +300,7 @@ containers: []
 	if err := m2.Prepare(context.Background(), loadSpec(t, dir, spec(2, "/v2"))); err != nil {
 		t.Fatal(err)
 	}
-	if st := dynStatus(m2); st.State != StateRolledBack || st.ActiveRevision != 1 || st.Reason != want || linkTarget(t, dir) != "1" {
+	if st := dynStatus(m2); st.State != status.ResourceRolledBack || st.ActiveRevision != 1 || st.Reason != want || linkTarget(t, dir) != "1" {
 		t.Errorf("after a restart status = %+v, geo -> %s; want rolled_back to 1", st, linkTarget(t, dir))
 	}
 }
@@ -333,7 +333,7 @@ func TestDynamicTamperedKeptVersionIsFetchedAgain(t *testing.T) {
 		t.Errorf("requests for v1 = %d, want 2 (the changed kept version fetched again)", n)
 	}
 	checkContent(t, filepath.Join(dir, "geo"), []byte("the real v1\n"))
-	if st := dynStatus(m); st.State != StateReady || st.ActiveRevision != 3 {
+	if st := dynStatus(m); st.State != status.ResourceReady || st.ActiveRevision != 3 {
 		t.Errorf("status = %+v", st)
 	}
 

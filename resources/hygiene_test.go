@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tend-sh/tend/status"
 )
 
 // exists reports whether dir/name is there.
@@ -239,7 +241,7 @@ func TestSizeReservesFreeSpace(t *testing.T) {
 	go func() { done <- m.Prepare(ctx, s) }()
 	waitFor(t, "a failed with InsufficientDisk", func() (bool, string) {
 		st := staticStatus(m, "a")
-		return st.State == StateFailed && strings.HasPrefix(st.Reason, "InsufficientDisk: ") && m.FailingReason() == "InsufficientDisk", fmt.Sprintf("%+v", st)
+		return st.State == status.ResourceFailed && strings.HasPrefix(st.Reason, "InsufficientDisk: ") && m.FailingReason() == "InsufficientDisk", fmt.Sprintf("%+v", st)
 	})
 	cancel()
 	<-done

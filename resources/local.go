@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+
+	"github.com/tend-sh/tend/status"
 )
 
 // Resources with the same uuid, or else the same checksum, are identical (as in
@@ -66,7 +68,7 @@ func (m *Manager) adoptStatic(ctx context.Context, r *static) (bool, error) {
 	if !r.adopt() {
 		return false, nil
 	}
-	r.set(StateReady, true, "")
+	r.set(status.ResourceReady, true, "")
 	m.opts.Changed()
 	return true, nil
 }
@@ -142,7 +144,7 @@ func (m *Manager) localFiles(r *static) []localFile {
 			// Committing renames the staged file to o.path before o is ready: a
 			// copy that finds it gone (or swapped) finds it there.
 			out = append(out, localFile{o.spec.Name, []string{o.staged, o.path}})
-		case o.state == StateReady:
+		case o.state == status.ResourceReady:
 			out = append(out, localFile{o.spec.Name, []string{o.path}})
 		}
 		o.mu.Unlock()

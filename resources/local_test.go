@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tend-sh/tend/status"
 )
 
 // requests is the number of requests the server got for paths.
@@ -43,7 +45,7 @@ func TestSameChecksumDownloadsOnce(t *testing.T) {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Mode().Perm() != 0o644 {
 			t.Errorf("%s mode = %v, %v; want 0644", name, fi.Mode(), err)
 		}
-		if st := staticStatus(m, name); st.State != StateReady || !st.ChecksumOK || st.BytesDone != int64(len(payload)) {
+		if st := staticStatus(m, name); st.State != status.ResourceReady || !st.ChecksumOK || st.BytesDone != int64(len(payload)) {
 			t.Errorf("%s status = %+v", name, st)
 		}
 	}
@@ -90,7 +92,7 @@ containers: []
 	}
 	for _, name := range []string{"a.bin", "other.bin", "c.bin"} {
 		checkContent(t, filepath.Join(dir, name), payload)
-		if st := staticStatus(m, name); st.State != StateReady || !st.ChecksumOK {
+		if st := staticStatus(m, name); st.State != status.ResourceReady || !st.ChecksumOK {
 			t.Errorf("%s status = %+v", name, st)
 		}
 	}
@@ -208,7 +210,7 @@ containers: []
 	}
 	waitFor(t, "a.bin in place again", func() (bool, string) {
 		b, _ := os.ReadFile(filepath.Join(dir, "a.bin"))
-		return string(b) == string(payload) && staticStatus(m, "a.bin").State == StateReady, fmt.Sprint(len(b))
+		return string(b) == string(payload) && staticStatus(m, "a.bin").State == status.ResourceReady, fmt.Sprint(len(b))
 	})
 	if n := requests(srv, "/a", "/b"); n != 1 {
 		t.Errorf("requests = %d, want 1", n)

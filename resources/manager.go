@@ -126,7 +126,7 @@ func (m *Manager) prepareDynamic(ctx context.Context, r *dynamic) error {
 				}
 				if err == nil {
 					m.evict(r, d.CachedRevisionsCount.Get())
-					r.set(StateReady, "")
+					r.set(status.ResourceReady, "")
 					m.opts.Changed()
 					m.opts.Log.Info().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Str("destination", r.dest).Msg("dynamic resource in place")
 					return nil
@@ -136,7 +136,7 @@ func (m *Manager) prepareDynamic(ctx context.Context, r *dynamic) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("dynamic resource %q: %w", d.Name, err)
 		}
-		r.set(StateFailed, err.Error())
+		r.set(status.ResourceFailed, err.Error())
 		m.opts.Changed()
 		delay := m.opts.Retry.Delay(attempt, rand.Float64)
 		m.opts.Log.Warn().Str("dynamic_resource", d.Name).Err(err).Dur("retry_in_ms", delay).Msg("preparing dynamic resource failed")
@@ -151,7 +151,7 @@ func (m *Manager) prepareDynamic(ctx context.Context, r *dynamic) error {
 func (m *Manager) keepRejected(r *dynamic, rej *rejected) error {
 	log := m.opts.Log.Warn().Str("dynamic_resource", r.spec.Name).Int64("revision", rej.Ident.Revision).Str("reason", rej.Reason)
 	if r.st.Active == nil {
-		r.set(StateFailed, rej.Reason+"; no earlier version to go back to")
+		r.set(status.ResourceFailed, rej.Reason+"; no earlier version to go back to")
 		m.opts.Changed()
 		log.Msg("this revision was rejected before and there is no other version")
 		return nil
@@ -159,7 +159,7 @@ func (m *Manager) keepRejected(r *dynamic, rej *rejected) error {
 	if err := switchLink(r.root, r.dest, r.pathOf(*r.st.Active)); err != nil {
 		return err
 	}
-	r.set(StateRolledBack, rej.Reason)
+	r.set(status.ResourceRolledBack, rej.Reason)
 	m.opts.Changed()
 	log.Int64("active_revision", r.st.Active.Revision).Msg("this revision was rejected before; keeping the active one until the spec names another")
 	return nil
@@ -402,7 +402,7 @@ func (m *Manager) planDynamic(next *spec.Spec) (work []*dynamic, opened map[*dyn
 		o := byName[d.Name]
 		if o != nil && o.storage == next.WorkDir(d.StorageDir) && o.dest == next.WorkDir(d.Destination) {
 			o.mu.Lock()
-			prev, failed := o.spec, o.state == StateFailed
+			prev, failed := o.spec, o.state == status.ResourceFailed
 			o.spec = d
 			o.mu.Unlock()
 			list = append(list, o)
@@ -444,7 +444,7 @@ func (m *Manager) stageAll(ctx context.Context, work []*dynamic, opened map[*dyn
 			v, err = m.stageDynamic(ctx, r, d, m.opts.ReloadRounds)
 		}
 		if err != nil {
-			r.set(StateFailed, err.Error())
+			r.set(status.ResourceFailed, err.Error())
 			m.opts.Changed()
 			m.opts.Log.Error().Str("dynamic_resource", d.Name).Int64("revision", d.Revision).Err(err).Msg("fetching the new version failed; the active one stays")
 			return nil
@@ -463,7 +463,7 @@ func (m *Manager) switchDynamic(work []*dynamic, versions []*version) (done []*d
 			continue
 		}
 		if err := r.begin(*versions[i], r.spec, r.spec.Verify != nil); err != nil {
-			r.set(StateFailed, "switching the destination failed: "+err.Error())
+			r.set(status.ResourceFailed, "switching the destination failed: "+err.Error())
 			m.opts.Log.Error().Str("dynamic_resource", r.spec.Name).Err(err).Msg("switching the destination failed; the active version stays")
 			continue
 		}
@@ -488,10 +488,10 @@ func (m *Manager) settle(ctx context.Context, next *spec.Spec, r *dynamic) (went
 			}
 			log.Warn().Str("reason", reason).Msg("rolling back")
 			if aerr := r.abandon(reason); aerr != nil {
-				r.set(StateFailed, reason+"; rollback failed: "+aerr.Error())
+				r.set(status.ResourceFailed, reason+"; rollback failed: "+aerr.Error())
 				return false
 			}
-			r.set(StateRolledBack, reason)
+			r.set(status.ResourceRolledBack, reason)
 			return true
 		}
 	}
@@ -499,13 +499,13 @@ func (m *Manager) settle(ctx context.Context, next *spec.Spec, r *dynamic) (went
 		reason := "recording the switch failed: " + err.Error()
 		log.Error().Str("reason", reason).Msg("switching back")
 		if aerr := r.abandon(""); aerr != nil {
-			r.set(StateFailed, reason+"; switching back failed: "+aerr.Error())
+			r.set(status.ResourceFailed, reason+"; switching back failed: "+aerr.Error())
 			return false
 		}
-		r.set(StateFailed, reason)
+		r.set(status.ResourceFailed, reason)
 		return true
 	}
-	r.set(StateReady, "")
+	r.set(status.ResourceReady, "")
 	return false
 }
 
@@ -563,7 +563,7 @@ func (m *Manager) FailingReason() status.Reason {
 	defer m.mu.Unlock()
 	for _, r := range m.static {
 		r.mu.Lock()
-		disk := r.state == StateFailed && strings.HasPrefix(r.reason, string(status.ReasonInsufficientDisk)+":")
+		disk := r.state == status.ResourceFailed && strings.HasPrefix(r.reason, string(status.ReasonInsufficientDisk)+":")
 		r.mu.Unlock()
 		if disk {
 			return status.ReasonInsufficientDisk

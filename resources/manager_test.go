@@ -51,7 +51,7 @@ containers: []
 		}
 	}
 	st := staticStatus(m, "model.bin")
-	if st.State != StateReady || !st.ChecksumOK || st.BytesDone != int64(len(payload)) || st.BytesTotal == nil || *st.BytesTotal != int64(len(payload)) {
+	if st.State != status.ResourceReady || !st.ChecksumOK || st.BytesDone != int64(len(payload)) || st.BytesTotal == nil || *st.BytesTotal != int64(len(payload)) {
 		t.Errorf("status = %+v", st)
 	}
 	if left := leftovers(t, dir); len(left) > 0 {
@@ -91,7 +91,7 @@ containers: []
 	waitFor(t, "a failing reason", func() (bool, string) {
 		return srv.count("/model.bin") >= 2 && strings.Contains(m.Failing(), "model.bin: checksum mismatch: want "+want+", got "+md5sum(payload)), m.Failing()
 	})
-	if st := staticStatus(m, "model.bin"); st.State != StateFailed || st.ChecksumOK {
+	if st := staticStatus(m, "model.bin"); st.State != status.ResourceFailed || st.ChecksumOK {
 		t.Errorf("status = %+v, want failed", st)
 	}
 	cancel()
@@ -138,7 +138,7 @@ containers: []
 	}
 	waitFor(t, "both fetched again", func() (bool, string) {
 		return srv.count("/model.bin") == 2 && srv.count("/data.tar") == 2 &&
-			staticStatus(m, "model.bin").State == StateReady && staticStatus(m, "data").State == StateReady, logs.String()
+			staticStatus(m, "model.bin").State == status.ResourceReady && staticStatus(m, "data").State == status.ResourceReady, logs.String()
 	})
 	checkContent(t, filepath.Join(dir, "model.bin"), payload)
 	checkGood(t, filepath.Join(dir, "data"), true)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tend-sh/tend/status"
 )
 
 func TestReloadStatic(t *testing.T) {
@@ -55,7 +57,7 @@ containers: []
 	if srv.count("/gone") != 2 {
 		t.Errorf("requests for a failing URL = %d, want ReloadRounds (2)", srv.count("/gone"))
 	}
-	if st := staticStatus(m, "model.bin"); st.State != StateReady {
+	if st := staticStatus(m, "model.bin"); st.State != status.ResourceReady {
 		t.Errorf("status after a failed reload = %+v", st)
 	}
 	if left := leftovers(t, dir); len(left) > 0 {
@@ -87,7 +89,7 @@ containers: []
 		t.Errorf("new urls with an unchanged checksum were fetched")
 	}
 	rs, _ := m.Status()
-	if len(rs) != 1 || rs[0].Name != "model.bin" || rs[0].State != StateReady {
+	if len(rs) != 1 || rs[0].Name != "model.bin" || rs[0].State != status.ResourceReady {
 		t.Errorf("status = %+v, want model.bin ready only", rs)
 	}
 }

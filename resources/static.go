@@ -20,14 +20,6 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// States of a resource in status (docs/reference.md "Resources").
-const (
-	StateFetching   = "fetching"
-	StateReady      = "ready"
-	StateFailed     = "failed"
-	StateRolledBack = "rolled_back"
-)
-
 // checkPeriodRe is compiled on first use, not at start-up (tend's launch time).
 var checkPeriodRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+)d([0-9]+)h([0-9]+)m$`) })
 
@@ -57,7 +49,7 @@ type static struct {
 	progress Progress
 
 	mu         sync.Mutex // guards the status fields
-	state      string
+	state      status.ResourceState
 	checksumOK bool
 	reason     string
 	staged     string // a verified file fetched for it that commit has not yet put in place
@@ -116,7 +108,7 @@ func newStatic(s *spec.Spec, r spec.Resource) (*static, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resource %q: %w", r.Name, err)
 	}
-	st := &static{spec: r, sum: sum, period: period, dir: s.Instance.Dir, path: s.WorkDir(r.Name), state: StateFetching}
+	st := &static{spec: r, sum: sum, period: period, dir: s.Instance.Dir, path: s.WorkDir(r.Name), state: status.ResourceFetching}
 	st.progress.reset(-1)
 	return st, nil
 }
@@ -140,7 +132,7 @@ func sameStatic(a, b spec.Resource) bool {
 // set changes the state. It also ends staging: the staged file is in place or gone
 // by then, and a resource with the same checksum looking for a copy must see the
 // state and the staged file change together.
-func (r *static) set(state string, ok bool, reason string) {
+func (r *static) set(state status.ResourceState, ok bool, reason string) {
 	r.mu.Lock()
 	r.state, r.checksumOK, r.reason, r.staged = state, ok, reason, ""
 	r.mu.Unlock()
@@ -161,8 +153,8 @@ func (r *static) failing() string {
 }
 
 // failingText is "NAME: reason" of a resource that is not in place, else "".
-func failingText(name, state, reason string) string {
-	if state == StateReady || reason == "" {
+func failingText(name string, state status.ResourceState, reason string) string {
+	if state == status.ResourceReady || reason == "" {
 		return ""
 	}
 	return name + ": " + reason
@@ -229,7 +221,7 @@ func (m *Manager) stageStatic(ctx context.Context, r *static, rounds int, mayAdo
 		return staged, nil
 	}
 	r.mu.Lock()
-	r.state = StateFetching
+	r.state = status.ResourceFetching
 	r.mu.Unlock()
 	m.opts.Changed()
 	m.opts.Log.Info().Str("resource", r.spec.Name).Strs("urls", r.spec.URLs).Msg("fetching resource")
@@ -252,7 +244,7 @@ func (m *Manager) stageStatic(ctx context.Context, r *static, rounds int, mayAdo
 		return m.withSpace(r, download)
 	}
 	return m.fetch.fetch(ctx, src, r.dir, prefix, &r.progress, rounds, finish, wrap, func(err error) {
-		r.set(StateFailed, false, err.Error())
+		r.set(status.ResourceFailed, false, err.Error())
 		m.opts.Changed()
 	})
 }
@@ -296,7 +288,7 @@ func (m *Manager) commitStatic(r *static, staged string) error {
 		if staged != "" {
 			_ = beneath.RemoveAll(r.dir, staged)
 		}
-		r.set(StateFailed, false, err.Error())
+		r.set(status.ResourceFailed, false, err.Error())
 		m.opts.Changed()
 		return fmt.Errorf("resource %q: %w", r.spec.Name, err)
 	}
@@ -331,7 +323,7 @@ func (m *Manager) commitStatic(r *static, staged string) error {
 	if err := writeJSONAtomic(r.dir, r.markerPath(), mk); err != nil {
 		m.opts.Log.Warn().Str("resource", r.spec.Name).Err(err).Msg("cannot write the resource marker; it will be fetched again after a restart")
 	}
-	r.set(StateReady, true, "")
+	r.set(status.ResourceReady, true, "")
 	m.opts.Changed()
 	if staged != "" {
 		m.opts.Log.Info().Str("resource", r.spec.Name).Str("path", r.path).Msg("resource in place")
@@ -383,7 +375,7 @@ func (m *Manager) startRecheck(r *static) {
 				continue
 			}
 			m.opts.Log.Warn().Str("resource", r.spec.Name).Err(err).Msg("re-verification failed; fetching the resource again")
-			r.set(StateFetching, false, "re-verification failed: "+err.Error())
+			r.set(status.ResourceFetching, false, "re-verification failed: "+err.Error())
 			m.opts.Changed()
 			staged, err := m.stageStatic(ctx, r, 0, false)
 			if err != nil {

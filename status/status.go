@@ -274,23 +274,35 @@ const (
 	InstanceStopped   InstanceState = "stopped"
 )
 
+// ResourceState is the state of a static or dynamic resource (docs/reference.md
+// "Resources").
+type ResourceState string
+
+// Resource states.
+const (
+	ResourceFetching   ResourceState = "fetching"    // fetched, verified or switched to
+	ResourceReady      ResourceState = "ready"       // in place and verified
+	ResourceFailed     ResourceState = "failed"      // the reason says why
+	ResourceRolledBack ResourceState = "rolled_back" // a dynamic resource's new revision failed: the earlier one is back
+)
+
 // Resource is the status of a static resource (docs/reference.md "Resources").
 type Resource struct {
-	Name       string `json:"name"`
-	State      string `json:"state"`
-	ChecksumOK bool   `json:"checksum_ok"`
-	Reason     string `json:"reason"`
-	BytesDone  int64  `json:"bytes_done"`
-	BytesTotal *int64 `json:"bytes_total"`
+	Name       string        `json:"name"`
+	State      ResourceState `json:"state"`
+	ChecksumOK bool          `json:"checksum_ok"`
+	Reason     string        `json:"reason"`
+	BytesDone  int64         `json:"bytes_done"`
+	BytesTotal *int64        `json:"bytes_total"`
 }
 
 // DynamicResource is the status of a dynamic resource (docs/reference.md "Resources").
 type DynamicResource struct {
-	Name           string `json:"name"`
-	Revision       int64  `json:"revision"`
-	State          string `json:"state"`
-	ActiveRevision int64  `json:"active_revision"`
-	Reason         string `json:"reason"`
+	Name           string        `json:"name"`
+	Revision       int64         `json:"revision"`
+	State          ResourceState `json:"state"`
+	ActiveRevision int64         `json:"active_revision"`
+	Reason         string        `json:"reason"`
 }
 
 // Document is the whole status document served at GET /v1/status.
@@ -319,11 +331,22 @@ type Document struct {
 	Cgroups Cgroups `json:"cgroups"`
 }
 
-// Cgroups is the instance's cgroup mode: "v2", "v1" or "off", and why off.
+// Cgroups is the instance's cgroup mode, and why off.
 type Cgroups struct {
-	Mode   string `json:"mode"`
-	Reason string `json:"reason"`
+	Mode   CgroupMode `json:"mode"`
+	Reason string     `json:"reason"`
 }
+
+// CgroupMode is how tend places containers: in cgroup v2, in cgroup v1, or not at
+// all (docs/reference.md "Cgroups and limits").
+type CgroupMode string
+
+// The cgroup modes (cgroup.Mode's, as status shows them).
+const (
+	CgroupsV2  CgroupMode = "v2"
+	CgroupsV1  CgroupMode = "v1"
+	CgroupsOff CgroupMode = "off"
+)
 
 // Revision is one revision of the instance: a whole spec, installed in its store and
 // possibly active (docs/reference.md "Updates and rollback").

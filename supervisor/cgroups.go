@@ -72,9 +72,9 @@ func (sv *Supervisor) closeCgroups() {
 // cgroupsStatus is the instance's cgroups section; called with sv.mu held.
 func (sv *Supervisor) cgroupsStatus() status.Cgroups {
 	if sv.cgroups == nil {
-		return status.Cgroups{Mode: string(cgroup.ModeOff), Reason: "not decided yet"}
+		return status.Cgroups{Mode: status.CgroupsOff, Reason: "not decided yet"}
 	}
-	return status.Cgroups{Mode: string(sv.cgroups.Mode), Reason: sv.cgroups.Reason}
+	return status.Cgroups{Mode: status.CgroupMode(sv.cgroups.Mode), Reason: sv.cgroups.Reason}
 }
 
 // openContainerCgroup gives c its cgroup and limits before it runs. With `cgroups:

@@ -67,7 +67,7 @@ func stateActive(t *testing.T, storage string) int64 {
 func geoIs(state string, revision, active int64) func(status.Document) bool {
 	return func(d status.Document) bool {
 		g := dynamicStatus(d, "geo")
-		return g.State == state && g.Revision == revision && g.ActiveRevision == active
+		return string(g.State) == state && g.Revision == revision && g.ActiveRevision == active
 	}
 }
 
