@@ -46,6 +46,12 @@ type Supervisor interface {
 	// WriteMetrics writes the metric families of the rooms below the supervisor
 	// (probes, proc) that /metrics serves after the containers'.
 	WriteMetrics(w io.Writer)
+	// Revisions is the instance's revisions, newest first.
+	Revisions() []status.Revision
+	// Apply installs (and with activate: auto activates) the spec body as revision
+	// id, or with dryRun says what activating it would do; an invalid spec is
+	// *spec.Errors.
+	Apply(ctx context.Context, id, name string, body []byte, dryRun bool) (status.ApplyPlan, error)
 }
 
 // Config is how the API is served.

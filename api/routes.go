@@ -28,6 +28,12 @@ var handlers = map[route.Route]func(a *Server, w http.ResponseWriter, r *http.Re
 	route.Start:     do(supervisor.Start),
 	route.Reload:    do(supervisor.Reload),
 	route.Shutdown:  do(supervisor.Shutdown),
+
+	route.Revisions:        (*Server).serveRevisions,
+	route.ApplyRevision:    (*Server).serveApply,
+	route.ActivateRevision: doRevision(supervisor.Activate),
+	route.DeleteRevision:   doRevision(supervisor.DeleteRevision),
+	route.Rollback:         doRevision(supervisor.Rollback),
 }
 
 // handler serves the routes on one listener; on a trusted one (a unix socket) the

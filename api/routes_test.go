@@ -50,6 +50,15 @@ func (f *fakeSupervisor) WatchLogs(chan<- struct{}) func() { return func() {} }
 
 func (f *fakeSupervisor) WriteMetrics(io.Writer) {}
 
+func (f *fakeSupervisor) Revisions() []status.Revision { return nil }
+
+func (f *fakeSupervisor) Apply(context.Context, string, string, []byte, bool) (status.ApplyPlan, error) {
+	f.mu.Lock()
+	f.calls++
+	f.mu.Unlock()
+	return status.ApplyPlan{}, nil
+}
+
 func (f *fakeSupervisor) called() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -59,7 +68,7 @@ func (f *fakeSupervisor) called() int {
 // openRoutes are the routes anyone may call (docs/reference.md "Status API"): a route added
 // to the table is an owner one unless it is added here too.
 var openRoutes = map[string]bool{"GET /v1/status": true, "GET /v1/ready": true, "GET /v1/live": true, "GET /metrics": true,
-	"GET /v1/containers/{name}": true}
+	"GET /v1/containers/{name}": true, "GET /v1/revisions": true}
 
 // Every route of the table, walked over real listeners: an owner route answers a
 // TCP client 403 without a token (none configured, or no header) and 401 with a

@@ -100,6 +100,10 @@ func newApp() *cli.App {
 			controlCommand("start", "start stopped containers (target_state active)", route.Start),
 			controlCommand("reload", "re-read the spec and apply the changes", route.Reload),
 			controlCommand("shutdown", "stop the instance and exit", route.Shutdown),
+			revisionsCommand(),
+			applyCommand(),
+			activateCommand(),
+			rollbackCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version",

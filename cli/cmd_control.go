@@ -247,7 +247,20 @@ func (r *refusal) perContainer() bool {
 // returns the body of a 200 answer. Any other answer is a *refusal wrapped in an
 // exit-1 error; not reaching tend is an exit-1 error that says where it looked.
 func (a *api) call(rt route.Route, name string) ([]byte, error) {
-	req, err := http.NewRequest(rt.Method, a.base+rt.URL(name), nil)
+	return a.send(rt, name, "", nil)
+}
+
+// send is call with a query string and a request body (nil: none).
+func (a *api) send(rt route.Route, name, query string, body []byte) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	u := a.base + rt.URL(name)
+	if query != "" {
+		u += "?" + query
+	}
+	req, err := http.NewRequest(rt.Method, u, rd)
 	if err != nil {
 		return nil, fail(2, "bad --listen address %q: %v", a.addr, err)
 	}
@@ -263,14 +276,14 @@ func (a *api) call(rt route.Route, name string) ([]byte, error) {
 		return nil, a.unreachable(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return nil, fail(1, "read answer from %s: %v", a.addr, err)
 	}
 	if resp.StatusCode == http.StatusOK {
-		return body, nil
+		return answer, nil
 	}
-	msg := a.refusalText(resp, body)
+	msg := a.refusalText(resp, answer)
 	return nil, &exitError{code: 1, msg: msg, cause: &refusal{status: resp.StatusCode, msg: msg}}
 }
 
@@ -278,11 +291,18 @@ func (a *api) call(rt route.Route, name string) ([]byte, error) {
 // for a 403 without a token how to pass one.
 func (a *api) refusalText(resp *http.Response, body []byte) string {
 	var e struct {
-		Error string `json:"error"`
+		Error  string `json:"error"`
+		Errors []struct {
+			Line  int    `json:"line"`
+			Error string `json:"error"`
+		} `json:"errors"`
 	}
 	msg := fmt.Sprintf("%s answered %s", a.addr, resp.Status)
 	if json.Unmarshal(body, &e) == nil && e.Error != "" {
 		msg = e.Error
+		for _, f := range e.Errors { // a spec tend refused: every error with its line
+			msg += fmt.Sprintf("\n  line %d: %s", f.Line, f.Error)
+		}
 	}
 	if resp.StatusCode == http.StatusForbidden && a.tokenFile == "" {
 		msg += "; pass --api-token-file FILE (or TEND_API_TOKEN_FILE) with the token the tend at " + a.addr + " was started with"

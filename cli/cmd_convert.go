@@ -85,10 +85,17 @@ func convertFailure(path string, err error) error {
 // receives the conversion of a foreign file (its format and warnings), also when the
 // converted spec is invalid.
 func loadSpecAs(path string, vars []string, format string, report func(*convert.Result)) (*spec.Spec, error) {
+	return loadSpecKeyed(path, vars, format, report, nil)
+}
+
+// loadSpecKeyed is loadSpecAs with the key of the revision id's keyed digest (run's:
+// the instance's, kept in .tend/).
+func loadSpecKeyed(path string, vars []string, format string, report func(*convert.Result), key func(string) []byte) (*spec.Spec, error) {
 	opts, err := loadOptions(vars)
 	if err != nil {
 		return nil, err
 	}
+	opts.RevisionKey = key
 	s, res, err := convert.Load(path, format, opts)
 	if res != nil && res.Format != convert.Tend && report != nil {
 		report(res)

@@ -18,6 +18,7 @@ import (
 	"github.com/tend-sh/tend/convert"
 	"github.com/tend-sh/tend/internal/footprint"
 	"github.com/tend-sh/tend/output"
+	"github.com/tend-sh/tend/revisions"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 	"github.com/tend-sh/tend/supervisor"
@@ -79,7 +80,7 @@ func runInstance(c *cli.Context) error {
 	}
 	path, vars, format := c.Args().First(), c.StringSlice("var"), c.String("format")
 	load := func() (*spec.Spec, error) {
-		s, err := loadSpecAs(path, vars, format, logWarnings(log, path))
+		s, err := loadSpecKeyed(path, vars, format, logWarnings(log, path), revisionKey)
 		if err != nil {
 			return nil, err
 		}
@@ -104,6 +105,18 @@ func runInstance(c *cli.Context) error {
 			}
 			return s, locatedErrors(path, err)
 		},
+		LoadBytes: func(name string, data []byte) (*spec.Spec, error) {
+			opts, err := loadOptions(vars)
+			if err != nil {
+				return nil, err
+			}
+			opts.RevisionKey = revisionKey
+			s, _, err := convert.LoadBytes(name, data, convert.Auto, opts)
+			if err == nil {
+				err = checkRoot(s)
+			}
+			return s, err
+		},
 		Listen:       c.StringSlice("listen"),
 		APITokenFile: c.String("api-token-file"),
 		Serve:        serveAPI(log),
@@ -123,6 +136,10 @@ func runInstance(c *cli.Context) error {
 	}
 	return nil
 }
+
+// revisionKey is the key of the keyed digest in revision ids, kept in instance.dir's
+// .tend/ (docs/reference.md "Updates and rollback").
+func revisionKey(instanceDir string) []byte { return revisions.Open(instanceDir).Key() }
 
 // watchPath is the spec file to watch for --watch, or "" without it.
 func watchPath(watch bool, path string) string {

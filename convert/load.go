@@ -19,6 +19,12 @@ func Load(path, format string, opts spec.Options) (*spec.Spec, *Result, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return LoadBytes(path, data, format, opts)
+}
+
+// LoadBytes is Load of a spec already read (a revision pushed over the API, one kept
+// in the revision store); path names it and places its directory.
+func LoadBytes(path string, data []byte, format string, opts spec.Options) (*spec.Spec, *Result, error) {
 	auto := format == Auto || format == ""
 	res, err := Convert(data, filepath.Base(path), format, opts.Environ)
 	if err != nil {

@@ -155,6 +155,11 @@ func (m *Manager) localFiles(r *static) []localFile {
 	for _, d := range dynamics {
 		out = append(out, d.keptFiles(r.sum)...)
 	}
+	if m.opts.Stored != nil {
+		if paths := m.opts.Stored(r.sum); len(paths) > 0 {
+			out = append(out, localFile{"a kept revision", paths})
+		}
+	}
 	return out
 }
 

@@ -50,6 +50,10 @@ type Options struct {
 	// fetched again while preparing or after a failed re-verification: the same
 	// bytes would be rejected again. A reload does not retry it.
 	BadArchiveRetry time.Duration
+	// Stored lists files kept elsewhere (the stores of kept revisions) that should
+	// hold checksum sum: a resource with it is copied from the first that still
+	// verifies instead of fetched. nil: none.
+	Stored func(sum Checksum) []string
 }
 
 // DefaultOptions are the options tend runs with.

@@ -134,6 +134,11 @@ func (l *List) Status(ready status.Condition) []status.Revision {
 		switch r.Phase {
 		case Active:
 			st.Ready = ready
+			if !r.ReadySeen && ready.True() {
+				// The switch is under way: the ready condition is still the old
+				// containers'.
+				st.Ready = status.NewCondition(false, status.ReasonActivating, "", readyAt)
+			}
 		case RolledBack:
 			st.Ready = status.NewCondition(false, status.ReasonRolledBack, r.Why, readyAt)
 		default:

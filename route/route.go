@@ -46,10 +46,17 @@ var (
 	Start     = Route{http.MethodPost, "/v1/containers/{name}/start", Owner}
 	Reload    = Route{http.MethodPost, "/v1/reload", Owner}
 	Shutdown  = Route{http.MethodPost, "/v1/shutdown", Owner}
+	// The revisions (docs/reference.md "Updates and rollback"); {id} is a revision's id.
+	Revisions        = Route{http.MethodGet, "/v1/revisions", Open}
+	ApplyRevision    = Route{http.MethodPut, "/v1/revisions/{id}", Owner}
+	ActivateRevision = Route{http.MethodPost, "/v1/revisions/{id}/activate", Owner}
+	DeleteRevision   = Route{http.MethodDelete, "/v1/revisions/{id}", Owner}
+	Rollback         = Route{http.MethodPost, "/v1/rollback", Owner}
 )
 
 // All is every route of the API, the table the server serves.
-var All = []Route{Status, Ready, Live, Metrics, Logs, Container, Restart, Stop, Start, Reload, Shutdown}
+var All = []Route{Status, Ready, Live, Metrics, Logs, Container, Restart, Stop, Start, Reload, Shutdown,
+	Revisions, ApplyRevision, ActivateRevision, DeleteRevision, Rollback}
 
 // Socket is the unix socket of the API when no --listen is given: tend run serves
 // it in instance.dir, and the commands that talk to tend look for it in the
@@ -65,5 +72,6 @@ func (r Route) PerContainer() bool { return strings.Contains(r.Path, "{name}") }
 // URL is the route's path for the container name (escaped); name is not used by a
 // route that names no container.
 func (r Route) URL(name string) string {
-	return strings.Replace(r.Path, "{name}", url.PathEscape(name), 1)
+	p := strings.Replace(r.Path, "{name}", url.PathEscape(name), 1)
+	return strings.Replace(p, "{id}", url.PathEscape(name), 1)
 }

@@ -132,3 +132,13 @@ func readsFiles(s *Spec) bool {
 	}
 	return false
 }
+
+// ContentDigest names everything the spec was made from (its bytes, the --var
+// values, the files it reads): two specs with one id and different content differ
+// here.
+func (s *Spec) ContentDigest() string {
+	h := sha256.New()
+	h.Write(s.digest[:])
+	h.Write(s.inputs[:])
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -368,4 +368,26 @@ const (
 	ReasonInstalled     Reason = "Installed"     // ready to be activated
 	ReasonInactive      Reason = "Inactive"      // installed, not the active one
 	ReasonRolledBack    Reason = "RolledBack"    // it was not ready in time and was rolled back
+	ReasonActivating    Reason = "Activating"    // active, not ready since its activation began
 )
+
+// ApplyPlan is what activating a revision would do (tend apply --dry-run, PUT
+// /v1/revisions/ID?dry_run=1): containers started, restarted (and the field that
+// changed), stopped and kept; whether the instance is re-prepared (and because of
+// what); the static resources to fetch.
+type ApplyPlan struct {
+	Revision  string          `json:"revision"`
+	Start     []string        `json:"start"`
+	Restart   []RestartReason `json:"restart"`
+	Stop      []string        `json:"stop"`
+	Keep      []string        `json:"keep"`
+	Reprepare string          `json:"reprepare"`
+	Fetch     []string        `json:"fetch"`
+}
+
+// RestartReason is a container a revision restarts and the field of its spec (or
+// what it inherits) that changed.
+type RestartReason struct {
+	Name  string `json:"name"`
+	Field string `json:"field"`
+}

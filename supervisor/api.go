@@ -26,6 +26,12 @@ const (
 	Restart
 	Stop
 	Start
+	// The revision calls (docs/reference.md "Updates and rollback"); name is the
+	// revision's id.
+	Activate
+	Rollback
+	DeleteRevision
+	Apply
 )
 
 // The errors of Do that the API answers with their own status codes.
@@ -44,6 +50,10 @@ const (
 	reqRestart  = Restart
 	reqStop     = Stop
 	reqStart    = Start
+	reqActivate = Activate
+	reqRollback = Rollback
+	reqDelete   = DeleteRevision
+	reqApply    = Apply
 )
 
 // The errors a request is answered with.
@@ -81,8 +91,13 @@ func (noAPI) Close()               {}
 // request is a mutating API call handed to the main loop.
 type request struct {
 	kind  requestKind
-	name  string // container, for restart/stop/start
+	name  string // container, for restart/stop/start; revision, for the revision calls
 	reply func(error)
+
+	rollback bool       // activate: a rollback chose the revision
+	spec     *spec.Spec // apply: the revision's spec, loaded
+	data     []byte     // apply: its bytes, kept in its store
+	dataName string     // apply: the name its format is told by
 }
 
 // Describe is one container with its events and probe results (api.Supervisor).
@@ -136,6 +151,7 @@ func (sv *Supervisor) startAPI() (API, error) {
 func (sv *Supervisor) WriteMetrics(w io.Writer) {
 	probes.WriteMetrics(w)
 	proc.WriteMetrics(w)
+	sv.writeRevisionMetrics(w)
 }
 
 // Do hands a mutating call of the API to the main loop and waits for its outcome;
@@ -158,8 +174,21 @@ func (sv *Supervisor) Do(ctx context.Context, kind Action, name string) error {
 
 // handle runs a container request or a reload in the main loop.
 func (sv *Supervisor) handle(req request) {
-	if req.kind == reqReload {
+	switch req.kind {
+	case reqReload:
 		sv.reload(req)
+		return
+	case reqActivate:
+		sv.activate(req)
+		return
+	case reqRollback:
+		sv.rollback(req)
+		return
+	case reqDelete:
+		sv.deleteRevision(req)
+		return
+	case reqApply:
+		sv.apply(req)
 		return
 	}
 	if sv.reprep != nil {

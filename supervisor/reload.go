@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tend-sh/tend/container"
+	"github.com/tend-sh/tend/revisions"
 	"github.com/tend-sh/tend/spec"
 )
 
@@ -68,6 +69,17 @@ func (sv *Supervisor) onLoaded(step reloadStep) {
 		sv.finishReload()
 		return
 	}
+	if !step.admitted {
+		ok, err := sv.admit(step.fetched, revisions.SourceFile, nil, "")
+		if !ok {
+			if err != nil {
+				sv.reloadFailed(err, "reload refused; nothing changed")
+			}
+			reply(err)
+			sv.finishReload()
+			return
+		}
+	}
 	reply(nil)
 	next := step.fetched
 	if why := needsPrepare(sv.spec, next); why != "" {
@@ -88,6 +100,7 @@ func (sv *Supervisor) onLoaded(step reloadStep) {
 // is new (reprep) or has prepared (reprep and prepared, or err).
 type reloadStep struct {
 	loaded   bool
+	admitted bool // loaded: the revision was admitted already (an apply, an activation)
 	req      request
 	fetched  *spec.Spec
 	err      error
@@ -156,12 +169,14 @@ type update struct{ old, next *container.Container }
 // applyReload applies a loaded spec whose resources are in place.
 func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 	if resErr != nil {
+		sv.installFailed(next, resErr)
 		sv.reloadFailed(resErr, "reload: fetching resources failed; containers unchanged")
 		sv.finishReload()
 		return
 	}
 	plan, err := sv.planReload(next)
 	if err != nil {
+		sv.installFailed(next, err)
 		sv.reloadFailed(err, "reload failed; containers unchanged")
 		sv.finishReload()
 		return
@@ -174,6 +189,7 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 	sv.reloadErr = ""
 	sv.containers = plan.list
 	sv.mu.Unlock()
+	sv.switched(next)
 	// Only now, when building a later container can no longer fail the reload (a
 	// failed reload changes nothing), and with the new spec's depends_on in place.
 	for _, apply := range plan.targets {

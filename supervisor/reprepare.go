@@ -106,6 +106,7 @@ func (sv *Supervisor) beginReprepare(rp *reprep) {
 				built.Discard()
 			}
 			rp.static.Abandon()
+			sv.installFailed(rp.next, err)
 			sv.reloadFailed(err, "reload failed; nothing changed")
 			sv.finishReload()
 			return
@@ -126,6 +127,7 @@ func (sv *Supervisor) beginReprepare(rp *reprep) {
 			sv.inits = append(sv.inits, status.InitContainer{Name: ic.Name, State: status.Waiting})
 		}
 	})
+	sv.switched(rp.next)
 	sv.stopInOrder(old, context.Background(), func(*container.Container) bool { return false })
 	go sv.runReprepare(rp, old)
 }

@@ -29,6 +29,9 @@ func (sv *Supervisor) resourceManager() *resources.Manager {
 		opts.Log = sv.log
 		opts.Changed = sv.notify
 		opts.Cgroup = sv.containerCgroup
+		if store := sv.rev.store; store != nil {
+			opts.Stored = func(sum resources.Checksum) []string { return store.Stored(sum.String()) }
+		}
 		bg := sv.runCtx
 		if bg == nil {
 			bg = context.Background()

@@ -37,6 +37,7 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 		return 1, &ExitError{err}
 	}
 	defer lock.release()
+	sv.openRevisions()
 	srv, err := sv.startAPI()
 	if err != nil {
 		return 1, &ExitError{err}
@@ -158,8 +159,11 @@ func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, s
 			if end := sv.onReloadStep(step); end != nil {
 				return sv.shutdown(signals, end.code), end.err
 			}
+		case <-sv.rev.deadline:
+			sv.onRollbackDeadline()
 		case <-sv.changed:
 			sv.updateReady()
+			sv.revisionReady()
 			sv.gate()
 			if end := sv.instanceEnd(); end.Stop {
 				if end.GaveUp != "" {

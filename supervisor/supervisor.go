@@ -22,6 +22,7 @@ import (
 	"github.com/tend-sh/tend/output"
 	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/restart"
+	"github.com/tend-sh/tend/revisions"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -30,6 +31,10 @@ import (
 type Options struct {
 	// Load re-reads the spec for a reload.
 	Load func() (*spec.Spec, error)
+	// LoadBytes loads a spec given as bytes (PUT /v1/revisions/ID, a revision kept
+	// in the store) in any format run reads; name places it (its directory is the
+	// default instance.dir). nil: only tend specs.
+	LoadBytes func(name string, data []byte) (*spec.Spec, error)
 	// Listen holds the API addresses: "unix:PATH" or "HOST:PORT".
 	Listen       []string
 	APITokenFile string
@@ -122,6 +127,10 @@ type Supervisor struct {
 	logs       *logHub        // the output kept for GET /v1/logs (loghub.go)
 
 	usage *usageDemand // who wants the usage sampled (usage.go)
+
+	revs  revisions.List        // the instance's revisions (revisions.go), under mu
+	rev   revState              // owned by the main loop
+	specs map[string]*spec.Spec // loaded specs of the listed revisions, by id (main loop)
 }
 
 // New returns a supervisor for s.
@@ -208,6 +217,7 @@ func (sv *Supervisor) Status() status.Document {
 		ConsoleDroppedLines: sv.stdout.Dropped() + sv.stderr.Dropped(),
 	}
 	sv.resourceStatus(&doc)
+	sv.revisionsStatusLocked(&doc)
 	doc.Cgroups = sv.cgroupsStatus()
 	return doc
 }

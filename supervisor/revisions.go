@@ -1,0 +1,572 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/tend-sh/tend/container"
+	"github.com/tend-sh/tend/internal/promtext"
+	"github.com/tend-sh/tend/resources"
+	"github.com/tend-sh/tend/revisions"
+	"github.com/tend-sh/tend/spec"
+	"github.com/tend-sh/tend/status"
+)
+
+// The glue between the revision model (package revisions) and the running instance
+// (docs/reference.md "Updates and rollback"): every spec the instance is given is
+// admitted as a revision, activated with the reload mechanics (reload.go,
+// reprepare.go), watched for readiness until rollback_after, and rolled back to the
+// last stable revision when it is not ready in time. The list is read by the API
+// under sv.mu and changed only by the main loop.
+
+// The errors of the revision calls that the API answers with their own codes.
+var (
+	ErrNoRevision   = errors.New("no such revision")
+	ErrNotInstalled = errors.New("the revision is not installed")
+	ErrNoStable     = errors.New("no stable revision to roll back to")
+	ErrActive       = errors.New("the revision is active")
+	ErrConflict     = errors.New("a revision with this id and other content exists")
+)
+
+// activation is the revision a reload under way activates.
+type activation struct {
+	id         string
+	source     string
+	byRollback bool
+	data       []byte // the spec's bytes, kept in its store
+}
+
+// revState is the supervisor's part of the revisions, owned by the main loop (the
+// list itself is read under sv.mu).
+type revState struct {
+	store      *revisions.Store
+	activating *activation // the activation the reload under way carries out, or nil
+	timer      *time.Timer // rollback_after of the active revision; nil when none runs
+	deadline   <-chan time.Time
+	rollbacks  uint64 // tend_rollbacks_total; read under sv.mu
+	fileRev    string // the revision the spec file gave when last read
+	fileDigest string // the digest of what was last read from the spec file
+}
+
+// openRevisions opens the store of instance.dir and lists the revisions it keeps;
+// when the spec file has not changed since tend last read it, the revision active
+// at the last stop is run instead of the file's (a pushed revision or a rollback
+// survives a restart). Runs before preparing.
+func (sv *Supervisor) openRevisions() {
+	rs := &sv.rev
+	rs.store = revisions.Open(sv.spec.Instance.Dir)
+	if rs.store.Disabled != nil {
+		sv.log.Warn().Err(rs.store.Disabled).Msg("cannot keep revisions in instance.dir/.tend (read-only?); only the active revision is kept, in memory")
+	}
+	rs.fileRev, rs.fileDigest = sv.spec.Revision(), sv.spec.FileDigest()
+	state, err := rs.store.Load()
+	if err != nil {
+		sv.log.Warn().Err(err).Msg("the revisions' state cannot be read; starting with the spec file's revision only")
+	}
+	now := time.Now()
+	for _, r := range state.Revisions {
+		if _, err := rs.store.Spec(r.ID); err != nil || r.Phase == revisions.Installing || r.Phase == revisions.InstallFailed {
+			continue // not stored, or never installed: not listed again
+		}
+		if r.Phase == revisions.Active {
+			r.Phase, r.LastActiveAt = revisions.Installed, now
+		}
+		rs.store.Known(r.ID)
+		r.DiskBytes = rs.store.DiskBytes(r.ID)
+		sv.revs.Add(r)
+	}
+	start := sv.spec
+	source := revisions.SourceFile
+	pick := func(id, why string) {
+		s, err := sv.storedSpec(id)
+		if err != nil {
+			sv.log.Warn().Err(err).Str("revision", id).Msg("cannot load a kept revision; running the spec file's")
+			return
+		}
+		sv.log.Info().Str("revision", id).Msg(why)
+		start, source = s, sv.revs.Get(id).Source
+	}
+	fileRec := sv.revs.Get(rs.fileRev)
+	switch {
+	case state.Active != "" && state.Active != rs.fileRev && state.SpecFileDigest == rs.fileDigest && sv.revs.Get(state.Active) != nil:
+		pick(state.Active, "the spec file is unchanged since tend last read it: running the revision active at the last stop")
+	case fileRec != nil && fileRec.Phase == revisions.RolledBack && fileRec.Content == sv.spec.ContentDigest():
+		if last := revisions.LastStable(&sv.revs, rs.fileRev); last != nil {
+			sv.log.Warn().Str("revision", rs.fileRev).Str("running", last.ID).Msgf("the spec file's revision was rolled back; running the last stable one (tend activate %s runs it again)", rs.fileRev)
+			pick(last.ID, "running the last stable revision")
+		}
+	}
+	if start != sv.spec {
+		sv.useSpec(start)
+	}
+	id := start.Revision()
+	if r := sv.revs.Get(id); r == nil || r.Content != start.ContentDigest() {
+		sv.revs.Add(&revisions.Revision{ID: id, Source: source, Content: start.ContentDigest(), CreatedAt: now, Phase: revisions.Installed})
+		if source == revisions.SourceFile {
+			sv.keepFileSpec(id, start)
+		}
+	}
+	sv.revs.Apply(id, revisions.Event{Kind: revisions.ActivationBegan, At: now})
+	sv.armRollback(id)
+	sv.saveRevisions()
+}
+
+// useSpec makes s the instance's spec before anything was prepared.
+func (sv *Supervisor) useSpec(s *spec.Spec) {
+	now := time.Now()
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	sv.spec, sv.revision = s, s.Revision()
+	sv.inits, sv.waiting = nil, nil
+	for _, ic := range s.InitContainers {
+		sv.inits = append(sv.inits, status.InitContainer{Name: ic.Name, State: status.Waiting})
+	}
+	for i := range s.Containers {
+		sv.waiting = append(sv.waiting, container.InitialStatus(&s.Containers[i], now))
+	}
+}
+
+// keepFileSpec keeps the spec file's bytes in the store of revision id, if the file
+// still holds what s was loaded from.
+func (sv *Supervisor) keepFileSpec(id string, s *spec.Spec) {
+	data, err := spec.ReadFile(s.Path())
+	if err != nil {
+		return
+	}
+	if cur, err := spec.FileRevision(s.Path()); err != nil || cur != s.FileDigest() {
+		return // changed since: the reload that follows keeps the new one
+	}
+	sv.saveSpec(id, filepath.Base(s.Path()), data)
+}
+
+// saveSpec keeps a revision's spec in its store.
+func (sv *Supervisor) saveSpec(id, name string, data []byte) {
+	if err := sv.rev.store.SaveSpec(id, data); err != nil {
+		sv.log.Warn().Err(err).Str("revision", id).Msg("cannot keep the revision's spec; it cannot be activated after a restart of tend")
+	}
+	size := sv.rev.store.DiskBytes(id)
+	sv.mu.Lock()
+	if r := sv.revs.Get(id); r != nil {
+		r.Name, r.DiskBytes = name, size
+	}
+	sv.mu.Unlock()
+}
+
+// storedSpec loads the spec kept in revision id's store.
+func (sv *Supervisor) storedSpec(id string) (*spec.Spec, error) {
+	if s := sv.specs[id]; s != nil {
+		return s, nil
+	}
+	data, err := sv.rev.store.Spec(id)
+	if err != nil {
+		return nil, fmt.Errorf("revision %s: %w", id, err)
+	}
+	if sv.opts.LoadBytes == nil {
+		return nil, fmt.Errorf("revision %s: cannot load a kept spec", id)
+	}
+	name := "spec.yaml"
+	if r := sv.revs.Get(id); r != nil && r.Name != "" {
+		name = r.Name
+	}
+	s, err := sv.opts.LoadBytes(filepath.Join(sv.spec.Instance.Dir, name), data)
+	if err != nil {
+		return nil, fmt.Errorf("revision %s: %w", id, err)
+	}
+	if s.Revision() != id {
+		s.Instance.Revision = id // an API-pushed spec is named by its route
+	}
+	return s, nil
+}
+
+// admit judges a spec given by a reload of the file or an apply: it reports whether
+// the reload goes on to activate it (activate: auto) and, when it does not, the
+// error to answer with (nil: nothing to do).
+func (sv *Supervisor) admit(next *spec.Spec, source string, data []byte, name string) (bool, error) {
+	rs := &sv.rev
+	id, content := next.Revision(), next.ContentDigest()
+	if source == revisions.SourceFile {
+		rs.fileRev, rs.fileDigest = id, next.FileDigest()
+	}
+	sv.mu.Lock()
+	verdict := revisions.Admit(&sv.revs, id, content)
+	sv.mu.Unlock()
+	switch verdict {
+	case revisions.Conflict:
+		return false, fmt.Errorf("%w: revision %s (give the new spec another instance.revision)", ErrConflict, id)
+	case revisions.Unchanged:
+		sv.log.Info().Str("revision", id).Msg("revision unchanged; nothing to do")
+		sv.clearReloadError()
+		sv.saveRevisions()
+		return false, nil
+	case revisions.HeldBack:
+		sv.log.Warn().Str("revision", id).Msgf("revision %s was rolled back; a reload does not activate it again (tend activate %s does)", id, id)
+		sv.saveRevisions()
+		return false, nil
+	}
+	now := time.Now()
+	sv.mu.Lock()
+	sv.revs.Add(&revisions.Revision{ID: id, Source: source, Content: content, CreatedAt: now, Phase: revisions.Installing})
+	sv.mu.Unlock()
+	if sv.specs == nil {
+		sv.specs = map[string]*spec.Spec{}
+	}
+	sv.specs[id] = next
+	if data != nil {
+		sv.saveSpec(id, name, data)
+	} else {
+		sv.keepFileSpec(id, next)
+	}
+	sv.log.Info().Str("revision", id).Str("source", source).Msg("installing revision")
+	// The install proper (validation done, the spec kept) ends here; its static
+	// resources are fetched, before anything stops, by the activation that follows.
+	sv.mu.Lock()
+	act := sv.revs.Apply(id, revisions.Event{Kind: revisions.InstallSucceeded, At: now, Auto: next.Instance.Activate != spec.ActivateManual})
+	sv.mu.Unlock()
+	sv.notify()
+	if act != revisions.Activate {
+		sv.log.Info().Str("revision", id).Msgf("revision installed; activate: manual, so it waits for tend activate %s", id)
+		sv.prune(id)
+		sv.saveRevisions()
+		return false, nil
+	}
+	rs.activating = &activation{id: id, source: source}
+	return true, nil
+}
+
+// clearReloadError clears reload_error after a reload that changed nothing but was
+// valid.
+func (sv *Supervisor) clearReloadError() {
+	sv.mu.Lock()
+	sv.reloadErr = ""
+	sv.mu.Unlock()
+	sv.notify()
+}
+
+// activate begins switching to an installed revision (tend activate, a rollback) by
+// the reload path: the step is its spec, already loaded.
+func (sv *Supervisor) activate(req request) {
+	if sv.reloading {
+		sv.log.Info().Str("revision", req.name).Msg("activation queued behind the reload in progress")
+		sv.pending = append(sv.pending, req)
+		return
+	}
+	reply := func(err error) {
+		if req.reply != nil {
+			req.reply(err)
+		}
+	}
+	sv.mu.Lock()
+	r := sv.revs.Get(req.name)
+	var phase revisions.Phase
+	if r != nil {
+		phase = r.Phase
+	}
+	sv.mu.Unlock()
+	switch {
+	case r == nil:
+		reply(fmt.Errorf("%w %q", ErrNoRevision, req.name))
+		return
+	case phase == revisions.Installing || phase == revisions.InstallFailed:
+		reply(fmt.Errorf("%w: %s", ErrNotInstalled, req.name))
+		return
+	case phase == revisions.Active:
+		reply(nil)
+		return
+	}
+	next, err := sv.storedSpec(req.name)
+	if err != nil {
+		reply(err)
+		return
+	}
+	sv.log.Info().Str("revision", req.name).Bool("rollback", req.rollback).Msg("activating revision")
+	sv.rev.activating = &activation{id: req.name, source: r.Source, byRollback: req.rollback}
+	sv.reloading = true
+	step := reloadStep{loaded: true, admitted: true, req: req, fetched: next}
+	go func() { sv.reloadSteps <- step }()
+}
+
+// rollback activates the last stable revision (tend rollback, POST /v1/rollback).
+func (sv *Supervisor) rollback(req request) {
+	if sv.reloading {
+		sv.pending = append(sv.pending, req)
+		return
+	}
+	sv.mu.Lock()
+	cur := sv.revision
+	last := revisions.LastStable(&sv.revs, cur)
+	sv.mu.Unlock()
+	if last == nil {
+		req.reply(ErrNoStable)
+		return
+	}
+	sv.mu.Lock()
+	sv.rev.rollbacks++
+	sv.mu.Unlock()
+	sv.log.Warn().Str("from", cur).Str("to", last.ID).Msg("rollback requested")
+	sv.activate(request{kind: reqActivate, name: last.ID, rollback: true, reply: req.reply})
+}
+
+// deleteRevision removes an inactive revision and its store.
+func (sv *Supervisor) deleteRevision(req request) {
+	sv.mu.Lock()
+	r := sv.revs.Get(req.name)
+	var err error
+	switch {
+	case r == nil:
+		err = fmt.Errorf("%w %q", ErrNoRevision, req.name)
+	case r.Phase == revisions.Active || (sv.rev.activating != nil && sv.rev.activating.id == req.name):
+		err = fmt.Errorf("%w: %s", ErrActive, req.name)
+	default:
+		sv.revs.Remove(req.name)
+		delete(sv.specs, req.name)
+	}
+	sv.mu.Unlock()
+	if err == nil {
+		if rerr := sv.rev.store.Remove(req.name); rerr != nil {
+			sv.log.Warn().Err(rerr).Str("revision", req.name).Msg("cannot remove the revision's store")
+		}
+		sv.saveRevisions()
+		sv.notify()
+	}
+	req.reply(err)
+}
+
+// switched is called by the reload path when next has become the instance's spec:
+// the revision it carries becomes the active one.
+func (sv *Supervisor) switched(next *spec.Spec) {
+	rs := &sv.rev
+	a := rs.activating
+	rs.activating = nil
+	id := next.Revision()
+	now := time.Now()
+	byRollback := a != nil && a.id == id && a.byRollback
+	sv.mu.Lock()
+	if old := sv.revs.Active(); old != nil && old.ID != id {
+		sv.revs.Apply(old.ID, revisions.Event{Kind: revisions.Deactivated, At: now})
+	}
+	if sv.revs.Get(id) == nil {
+		// A reload path without admission (cannot happen today): list it anyway.
+		sv.revs.Add(&revisions.Revision{ID: id, Source: revisions.SourceFile, Content: next.ContentDigest(), CreatedAt: now, Phase: revisions.Installed})
+	}
+	sv.revs.Apply(id, revisions.Event{Kind: revisions.ActivationBegan, At: now, ByRollback: byRollback})
+	sv.mu.Unlock()
+	sv.log.Info().Str("revision", id).Bool("by_rollback", byRollback).Msg("revision activated")
+	sv.armRollback(id)
+	sv.prune("")
+	sv.saveRevisions()
+}
+
+// installFailed marks the revision a failed reload was to activate.
+func (sv *Supervisor) installFailed(next *spec.Spec, err error) {
+	a := sv.rev.activating
+	sv.rev.activating = nil
+	if a == nil || next == nil || a.id != next.Revision() {
+		return
+	}
+	sv.mu.Lock()
+	r := sv.revs.Get(a.id)
+	if r != nil && r.Phase == revisions.Installed && !r.Stable && r.LastActiveAt.IsZero() {
+		r.Phase, r.Why = revisions.InstallFailed, err.Error()
+	}
+	sv.mu.Unlock()
+	sv.saveRevisions()
+	sv.notify()
+}
+
+// armRollback starts the rollback_after timer of the revision just activated.
+func (sv *Supervisor) armRollback(id string) {
+	rs := &sv.rev
+	if rs.timer != nil {
+		rs.timer.Stop()
+		rs.timer, rs.deadline = nil, nil
+	}
+	d := sv.spec.Instance.RollbackAfterDuration()
+	if d <= 0 {
+		return
+	}
+	rs.timer = time.NewTimer(d)
+	rs.deadline = rs.timer.C
+}
+
+// revisionReady is called on every status change: the active revision that has
+// become ready is stable (a rollback may come back to it) and its static resources
+// are kept in its store.
+func (sv *Supervisor) revisionReady() {
+	if sv.reloading {
+		return // the switch is under way: the ready condition may be the old containers'
+	}
+	sv.mu.Lock()
+	r := sv.revs.Active()
+	if r == nil || r.ReadySeen {
+		sv.mu.Unlock()
+		return
+	}
+	sv.refreshReadyLocked(sv.snapshotsLocked(), time.Now())
+	if !sv.ready.True() {
+		sv.mu.Unlock()
+		return
+	}
+	id := r.ID
+	sv.revs.Apply(id, revisions.Event{Kind: revisions.BecameReady, At: time.Now()})
+	s := sv.spec
+	sv.mu.Unlock()
+	sv.keepResources(id, s)
+	sv.mu.Lock()
+	if r := sv.revs.Get(id); r != nil {
+		r.DiskBytes = sv.rev.store.DiskBytes(id)
+	}
+	sv.mu.Unlock()
+	sv.saveRevisions()
+}
+
+// keepResources links the static resources of s that are single files with a
+// checksum into revision id's store: a later activation of it copies them from
+// there instead of fetching.
+func (sv *Supervisor) keepResources(id string, s *spec.Spec) {
+	for _, r := range s.Resources {
+		sum, err := resources.ParseChecksum(r.Checksum)
+		if err != nil || r.Extract || sum.Empty() {
+			continue
+		}
+		if err := sv.rev.store.Link(id, r.Name, s.WorkDir(r.Name), sum.String()); err != nil {
+			sv.log.Warn().Err(err).Str("revision", id).Msg("cannot keep a resource in the revision's store")
+		}
+	}
+}
+
+// onRollbackDeadline is rollback_after passing since the active revision's
+// activation began.
+func (sv *Supervisor) onRollbackDeadline() {
+	rs := &sv.rev
+	rs.timer, rs.deadline = nil, nil
+	sv.mu.Lock()
+	cur := sv.revs.Active()
+	if cur == nil {
+		sv.mu.Unlock()
+		return
+	}
+	id := cur.ID
+	act := sv.revs.Apply(id, revisions.Event{Kind: revisions.Deadline, At: time.Now()})
+	why := fmt.Sprintf("not ready within %s", sv.spec.Instance.RollbackAfter)
+	if msg := sv.ready.Message; msg != "" {
+		why += ": " + msg
+	} else if sv.ready.Reason != "" {
+		why += ": " + string(sv.ready.Reason)
+	}
+	last := revisions.LastStable(&sv.revs, id)
+	if act != revisions.Rollback {
+		sv.mu.Unlock()
+		return
+	}
+	if last == nil {
+		sv.mu.Unlock()
+		sv.log.Warn().Str("revision", id).Str("why", why).Msg("the revision is not ready in time, and there is no stable revision to roll back to; nothing switched")
+		return
+	}
+	sv.revs.Apply(id, revisions.Event{Kind: revisions.RolledBackEvent, At: time.Now(), Why: why})
+	rs.rollbacks++
+	sv.mu.Unlock()
+	sv.log.Warn().Str("revision", id).Str("to", last.ID).Str("why", why).Msg("rolling back: the revision was not ready in time")
+	sv.notify() // an immediate report
+	sv.saveRevisions()
+	sv.activate(request{kind: reqActivate, name: last.ID, rollback: true})
+}
+
+// prune removes the inactive revisions beyond keep_revisions (all but the active
+// one when the store is disabled).
+func (sv *Supervisor) prune(protect string) {
+	keep := sv.spec.Instance.KeepRevisions.Get()
+	if sv.rev.store.Disabled != nil {
+		keep, protect = 0, ""
+	}
+	sv.mu.Lock()
+	ids := revisions.Prune(&sv.revs, keep, protect)
+	for _, id := range ids {
+		sv.revs.Remove(id)
+		delete(sv.specs, id)
+	}
+	sv.mu.Unlock()
+	for _, id := range ids {
+		sv.log.Info().Str("revision", id).Msg("revision pruned (keep_revisions)")
+		if err := sv.rev.store.Remove(id); err != nil {
+			sv.log.Warn().Err(err).Str("revision", id).Msg("cannot remove the revision's store")
+		}
+	}
+}
+
+// saveRevisions writes the revisions' state (it survives a restart of tend).
+func (sv *Supervisor) saveRevisions() {
+	sv.mu.Lock()
+	st := revisions.State{SpecFileDigest: sv.rev.fileDigest, SpecFileRevision: sv.rev.fileRev, Revisions: sv.revs.All()}
+	if a := sv.revs.Active(); a != nil {
+		st.Active = a.ID
+	}
+	b := make([]*revisions.Revision, len(st.Revisions))
+	for i, r := range st.Revisions {
+		c := *r
+		b[i] = &c
+	}
+	st.Revisions = b
+	sv.mu.Unlock()
+	if err := sv.rev.store.Save(st); err != nil {
+		sv.log.Warn().Err(err).Msg("cannot save the revisions' state")
+	}
+}
+
+// revisionsStatusLocked adds the revisions to a status document.
+func (sv *Supervisor) revisionsStatusLocked(doc *status.Document) {
+	doc.Revisions = sv.revs.Status(sv.ready)
+	if sv.rev.fileRev != "" && sv.rev.fileRev != sv.revision {
+		doc.SpecFileRevision = sv.rev.fileRev
+	}
+}
+
+// Revisions is the list of revisions, newest first (GET /v1/revisions).
+func (sv *Supervisor) Revisions() []status.Revision {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return sv.revs.Status(sv.ready)
+}
+
+// apply installs a revision pushed over the API (PUT /v1/revisions/ID) and, with
+// activate: auto, activates it by the reload path.
+func (sv *Supervisor) apply(req request) {
+	if sv.reloading {
+		sv.log.Info().Str("revision", req.name).Msg("apply queued behind the reload in progress")
+		sv.pending = append(sv.pending, req)
+		return
+	}
+	ok, err := sv.admit(req.spec, revisions.SourceAPI, req.data, req.dataName)
+	if !ok {
+		req.reply(err)
+		return
+	}
+	sv.reloading = true
+	step := reloadStep{loaded: true, admitted: true, req: req, fetched: req.spec}
+	go func() { sv.reloadSteps <- step }()
+}
+
+// writeRevisionMetrics writes tend_revision_active and tend_rollbacks_total.
+func (sv *Supervisor) writeRevisionMetrics(w io.Writer) {
+	sv.mu.Lock()
+	revs := sv.revs.All()
+	active := map[string]bool{}
+	for _, r := range revs {
+		active[r.ID] = r.Phase == revisions.Active
+	}
+	rollbacks := sv.rev.rollbacks
+	sv.mu.Unlock()
+	promtext.Family(w, "tend_revision_active", "gauge", "1 for the active revision, 0 for the other kept ones.")
+	for _, r := range revs {
+		v := uint64(0)
+		if active[r.ID] {
+			v = 1
+		}
+		promtext.Uint(w, `tend_revision_active{revision="`+promtext.EscapeLabel(r.ID)+`"}`, v)
+	}
+	promtext.Family(w, "tend_rollbacks_total", "counter", "Rollbacks since tend started: automatic (rollback_after) and requested (tend rollback).")
+	promtext.Uint(w, "tend_rollbacks_total", rollbacks)
+}
