@@ -12,8 +12,9 @@ type Verdict int
 
 // The verdicts of Admit.
 const (
-	New       Verdict = iota // an unknown id: install it
-	Unchanged                // a known id with the same content: nothing changes
+	New        Verdict = iota // an unknown id: install it
+	Unchanged                 // the active revision's id and content: nothing new (the reload retries what failed)
+	Reactivate                // an inactive installed revision's id and content: activate it from its store
 	Retry                    // a known id with the same content whose install failed: install it again
 	Conflict                 // a known id with other content: refused
 	HeldBack                 // a known id with the same content that was rolled back: only tend activate ID activates it
@@ -31,8 +32,10 @@ func Admit(l *List, id, content string) Verdict {
 		return Retry
 	case r.Phase == RolledBack:
 		return HeldBack
+	case r.Phase == Active:
+		return Unchanged
 	}
-	return Unchanged
+	return Reactivate
 }
 
 // EventKind is what happened to a revision.

@@ -64,13 +64,15 @@ func TestStep(t *testing.T) {
 	}
 }
 
-// TestAdmit: a known id with the same content changes nothing, except after a
-// failed install; with other content it is refused; a rolled-back one is held back.
+// TestAdmit: the active revision's id and content is nothing new; an inactive one's
+// is activated again; a failed install is retried; other content under a known id is
+// refused; a rolled-back one is held back.
 func TestAdmit(t *testing.T) {
 	l := &List{}
 	l.Add(&Revision{ID: "v1", Content: "a", Phase: Active})
 	l.Add(&Revision{ID: "v2", Content: "b", Phase: InstallFailed})
 	l.Add(&Revision{ID: "v3", Content: "c", Phase: RolledBack})
+	l.Add(&Revision{ID: "v4", Content: "d", Phase: Installed})
 	for _, tt := range []struct {
 		id, content string
 		want        Verdict
@@ -81,6 +83,7 @@ func TestAdmit(t *testing.T) {
 		{"v2", "b", Retry},
 		{"v3", "c", HeldBack},
 		{"v3", "d", Conflict},
+		{"v4", "d", Reactivate},
 	} {
 		if got := Admit(l, tt.id, tt.content); got != tt.want {
 			t.Errorf("Admit(%s, %s) = %d, want %d", tt.id, tt.content, got, tt.want)

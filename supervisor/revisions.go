@@ -197,10 +197,14 @@ func (sv *Supervisor) admit(next *spec.Spec, source string, data []byte, name st
 	case revisions.Conflict:
 		return false, fmt.Errorf("%w: revision %s (give the new spec another instance.revision)", ErrConflict, id)
 	case revisions.Unchanged:
-		sv.log.Info().Str("revision", id).Msg("revision unchanged; nothing to do")
-		sv.clearReloadError()
-		sv.saveRevisions()
-		return false, nil
+		// The reload goes on: it changes nothing that runs as the spec says, and
+		// retries what failed (a start_first update, a dynamic resource).
+		sv.log.Info().Str("revision", id).Msg("the active revision, unchanged")
+		return true, nil
+	case revisions.Reactivate:
+		sv.log.Info().Str("revision", id).Msg("an installed revision: activating it again")
+		rs.activating = &activation{id: id, source: source}
+		return true, nil
 	case revisions.HeldBack:
 		sv.log.Warn().Str("revision", id).Msgf("revision %s was rolled back; a reload does not activate it again (tend activate %s does)", id, id)
 		sv.saveRevisions()
@@ -344,6 +348,10 @@ func (sv *Supervisor) switched(next *spec.Spec) {
 	now := time.Now()
 	byRollback := a != nil && a.id == id && a.byRollback
 	sv.mu.Lock()
+	if cur := sv.revs.Active(); cur != nil && cur.ID == id && a == nil {
+		sv.mu.Unlock()
+		return // a reload of the active revision: it stays as it is
+	}
 	if old := sv.revs.Active(); old != nil && old.ID != id {
 		sv.revs.Apply(old.ID, revisions.Event{Kind: revisions.Deactivated, At: now})
 	}

@@ -258,8 +258,16 @@ func (sv *Supervisor) refreshReadyLocked(cs []status.Container, now time.Time) {
 		}
 	}
 	if len(notReady) == 0 {
-		if sv.ready.Set(true, status.ReasonContainersReady, "", now) && sv.opts.OnReady != nil {
-			sv.opts.OnReady()
+		if sv.ready.Set(true, status.ReasonContainersReady, "", now) {
+			if sv.opts.OnReady != nil {
+				sv.opts.OnReady()
+			}
+			// The main loop marks the active revision ready (revisionReady) even when
+			// a status request saw the change first.
+			select {
+			case sv.changed <- struct{}{}:
+			default:
+			}
 		}
 		return
 	}

@@ -108,6 +108,9 @@ type runOpts struct {
 	// other out), unless noCgroup: then the test process's own.
 	cgroup   *testCgroup
 	noCgroup bool
+	// dir is the instance's directory; "" makes a new one (a restarted tend of the
+	// same instance passes the first one's).
+	dir string
 }
 
 // needPID1 skips t where tend cannot run as PID 1 of a new PID namespace.
@@ -129,7 +132,10 @@ func start(t *testing.T, specText string, opts ...runOpts) *tend {
 		needPID1(t)
 	}
 	inNamespace := o.as == asPID1 || (o.as == isolated && noPIDNamespace == "")
-	dir := t.TempDir()
+	dir := o.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	specText = strings.ReplaceAll(specText, "{DIR}", dir)
 	path := filepath.Join(dir, "spec.yaml")
 	if err := os.WriteFile(path, []byte(specText), 0o644); err != nil {

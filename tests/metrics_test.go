@@ -40,6 +40,8 @@ var documentedMetrics = map[string]metricFamily{
 	"tend_probe_duration_seconds":      {dto.MetricType_HISTOGRAM, []string{"container", "probe"}},
 	"tend_orphans_reaped_total":        {dto.MetricType_COUNTER, nil},
 	"tend_console_dropped_lines_total": {dto.MetricType_COUNTER, nil},
+	"tend_revision_active":             {dto.MetricType_GAUGE, []string{"revision"}},
+	"tend_rollbacks_total":             {dto.MetricType_COUNTER, nil},
 	"process_cpu_seconds_total":        {dto.MetricType_COUNTER, nil},
 	"process_resident_memory_bytes":    {dto.MetricType_GAUGE, nil},
 	"process_virtual_memory_bytes":     {dto.MetricType_GAUGE, nil},

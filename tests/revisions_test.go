@@ -1,0 +1,197 @@
+package tests
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/tend-sh/tend/status"
+)
+
+// tendCtl runs a tend command against tp's socket and returns its combined output
+// and exit code.
+func tendCtl(t *testing.T, tp *tend, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(tendBin, append(args, "--listen", "unix:"+tp.sock)...)
+	cmd.Dir = tp.dir
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("tend %v: %v", args, err)
+	}
+	return string(out), code
+}
+
+// writeFile writes a file into tp's directory.
+func writeFile(t *testing.T, tp *tend, name, text string) string {
+	t.Helper()
+	p := filepath.Join(tp.dir, name)
+	if err := os.WriteFile(p, []byte(strings.ReplaceAll(text, "{DIR}", tp.dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func revisionEntry(d status.Document, id string) status.Revision {
+	for _, r := range d.Revisions {
+		if r.ID == id {
+			return r
+		}
+	}
+	return status.Revision{}
+}
+
+// revisionSpec is a web container of revision id whose readiness probe passes once
+// the file readyFile exists; the container creates created (or nothing when "").
+func revisionSpec(id, rollbackAfter, created, readyFile string) string {
+	touch := ""
+	if created != "" {
+		touch = "touch " + created + "; "
+	}
+	return `instance: {revision: ` + id + `, rollback_after: ` + rollbackAfter + `}
+containers:
+  - name: web
+    command: [sh, -c, "` + touch + `exec sleep 1000"]
+    env: [{name: VERSION, value: ` + id + `}]
+    readiness_probe: {exec: {command: test -f ` + readyFile + `}, period: 50ms, initial_delay: 0s}
+`
+}
+
+// An update whose container never becomes ready is rolled back by itself after
+// rollback_after: the old revision runs again, the bad one is RolledBack with the
+// reason, tend_rollbacks_total counts it, `tend apply` exits 1 saying so, and a
+// reload of the same content does not activate it again.
+func TestRevisionBadUpdateRollsBackByItself(t *testing.T) {
+	tp := start(t, revisionSpec("v1", "1s", "up-v1", "up-v1"))
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+
+	bad := writeFile(t, tp, "bad.yaml", revisionSpec("v2", "1s", "", "never"))
+	out, code := tendCtl(t, tp, "apply", bad)
+	if code != 1 || !strings.Contains(out, "revision v2 was rolled back") || !strings.Contains(out, "not ready within 1s") {
+		t.Errorf("tend apply of a bad revision: exit %d, output:\n%s\nwant exit 1 saying it was rolled back", code, out)
+	}
+	d := tp.waitStatus(10*time.Second, "v1 active and ready again", func(d status.Document) bool {
+		return d.Revision == "v1" && d.Ready.True() && revisionEntry(d, "v2").Ready.Reason == status.ReasonRolledBack
+	})
+	v2 := revisionEntry(d, "v2")
+	if v2.Active || !strings.Contains(v2.Ready.Message, "web: readiness probe failed") {
+		t.Errorf("v2 = %+v; want inactive, RolledBack naming web's readiness", v2)
+	}
+	if v1 := revisionEntry(d, "v1"); !v1.Active || len(d.Revisions) != 2 || d.Revisions[0].ID != "v2" {
+		t.Errorf("revisions = %+v; want v2 (newest) then v1 (active)", d.Revisions)
+	}
+	if !strings.Contains(tp.stderr.String(), `"message":"rolling back: the revision was not ready in time"`) {
+		t.Errorf("no warning of the rollback in the log")
+	}
+
+	resp, err := tp.client().Get("http://tend/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		t.Fatalf("Prometheus' parser rejects /metrics: %v", err)
+	}
+	if got := sampleValue(families, "tend_rollbacks_total", ""); got != 1 {
+		t.Errorf("tend_rollbacks_total = %v, want 1", got)
+	}
+	if sampleValue(families, "tend_revision_active", "revision=v1") != 1 || sampleValue(families, "tend_revision_active", "revision=v2") != 0 {
+		t.Errorf("tend_revision_active: want v1 1, v2 0:\n%s", text)
+	}
+
+	// The spec file now says v2: a reload of the rolled-back content changes nothing.
+	writeSpec(t, tp, revisionSpec("v2", "1s", "", "never"))
+	tp.signal(syscall.SIGHUP)
+	waitFor(t, 10*time.Second, "the reload held back", func() (bool, string) {
+		return strings.Contains(tp.stderr.String(), "tend activate v2"), ""
+	})
+	if d, _ := tp.status(); d.Revision != "v1" || d.SpecFileRevision != "v2" {
+		t.Errorf("after a reload of v2: revision %s, spec_file_revision %q; want v1, v2", d.Revision, d.SpecFileRevision)
+	}
+}
+
+// `tend rollback` after a good update goes back to the previous revision without
+// fetching anything: its resource comes from the revision's store.
+func TestRevisionRollbackFetchesNothing(t *testing.T) {
+	srv := newFileServer(t, map[string]string{"/a.bin": "version a\n", "/b.bin": "version b\n"})
+	specOf := func(id, file string) string {
+		return `instance: {revision: ` + id + `}
+resources:
+  - {name: model.bin, urls: ["` + srv.URL + `/` + file + `"], checksum: "` + md5of(strings.TrimSuffix("version "+file, ".bin")+"\n") + `"}
+containers:
+  - name: web
+    command: [sh, -c, "cat model.bin > seen; exec sleep 1000"]
+    readiness_probe: {exec: {command: test -s seen}, period: 50ms, initial_delay: 0s}
+`
+	}
+	tp := start(t, specOf("v1", "a.bin"))
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	// Ready v1 keeps its resource in its store.
+	waitFor(t, 10*time.Second, "v1's resource kept in its store", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(tp.dir, ".tend/revisions/v1/resources/model.bin"))
+		return err == nil, ""
+	})
+
+	if out, code := tendCtl(t, tp, "apply", writeFile(t, tp, "v2.yaml", specOf("v2", "b.bin"))); code != 0 {
+		t.Fatalf("tend apply v2: exit %d:\n%s", code, out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tp.dir, "model.bin")); string(got) != "version b\n" {
+		t.Fatalf("model.bin after v2 = %q", got)
+	}
+	before := srv.count("/a.bin")
+	out, code := tendCtl(t, tp, "rollback")
+	if code != 0 || !strings.Contains(out, "v1: active and ready") {
+		t.Fatalf("tend rollback: exit %d:\n%s", code, out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tp.dir, "model.bin")); string(got) != "version a\n" {
+		t.Errorf("model.bin after the rollback = %q, want version a", got)
+	}
+	if n := srv.count("/a.bin"); n != before {
+		t.Errorf("the rollback fetched a.bin again (%d requests, %d before)", n, before)
+	}
+	d, _ := tp.status()
+	if d.Revision != "v1" || !revisionEntry(d, "v2").Installed.True() {
+		t.Errorf("after the rollback: revision %s, v2 %+v; want v1 active and v2 still installed", d.Revision, revisionEntry(d, "v2"))
+	}
+	// There is no stable revision before v1 now that v2 is the last stable one: a
+	// second rollback goes to v2; an unknown activate is 404, exit 1.
+	if out, code := tendCtl(t, tp, "activate", "nope"); code != 1 || !strings.Contains(out, "no such revision") {
+		t.Errorf("tend activate nope: exit %d:\n%s", code, out)
+	}
+}
+
+// A revision pushed over the API survives a restart of tend: with the spec file
+// unchanged, the revision active at the stop runs again and the kept ones are
+// listed again.
+func TestRevisionPushedSurvivesRestart(t *testing.T) {
+	tp := start(t, revisionSpec("v1", "0s", "up", "up"))
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	if out, code := tendCtl(t, tp, "apply", writeFile(t, tp, "v2.yaml", revisionSpec("v2", "0s", "up", "up"))); code != 0 {
+		t.Fatalf("tend apply v2: exit %d:\n%s", code, out)
+	}
+	termAndWait(t, tp, 20*time.Second)
+
+	spec, err := os.ReadFile(filepath.Join(tp.dir, "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := start(t, string(spec), runOpts{dir: tp.dir})
+	d := again.waitStatus(10*time.Second, "v2 ready after the restart", func(d status.Document) bool { return d.Revision == "v2" && d.Ready.True() })
+	if v1 := revisionEntry(d, "v1"); v1.ID != "v1" || v1.Active || !v1.Installed.True() || d.SpecFileRevision != "v1" {
+		t.Errorf("after the restart: revisions %+v, spec_file_revision %q; want v1 kept, inactive, and named as the file's", d.Revisions, d.SpecFileRevision)
+	}
+}
