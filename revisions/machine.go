@@ -15,9 +15,9 @@ const (
 	New        Verdict = iota // an unknown id: install it
 	Unchanged                 // the active revision's id and content: nothing new (the reload retries what failed)
 	Reactivate                // an inactive installed revision's id and content: activate it from its store
-	Retry                    // a known id with the same content whose install failed: install it again
-	Conflict                 // a known id with other content: refused
-	HeldBack                 // a known id with the same content that was rolled back: only tend activate ID activates it
+	Retry                     // a known id with the same content whose install failed: install it again
+	Conflict                  // a known id with other content: refused
+	HeldBack                  // a known id with the same content that was rolled back: only tend activate ID activates it
 )
 
 // Admit judges a spec with id and content against the list.
