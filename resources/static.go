@@ -261,24 +261,54 @@ func (m *Manager) unpack(root, name, archive, dir, pattern string) (string, stri
 	if err != nil {
 		return "", "", err
 	}
-	skipped, err := extract(archive, stage, m.opts.limitsFor(fi.Size()))
-	if err == nil {
-		err = chmodBeneath(root, stage, 0o755)
-	}
-	if err != nil {
-		_ = beneath.RemoveAll(root, stage)
-		return "", "", fmt.Errorf("extract: %w", err)
-	}
-	if skipped > 0 {
-		m.opts.Log.Warn().Str("resource", name).Int("entries", skipped).Msg("archive: device files and fifos skipped")
-	}
-	tree, err := treeDigest(stage)
+	// Extraction writes by path below the stage: through the stage's descriptor's
+	// /proc entry, so that a directory above it swapped for a symlink meanwhile (by
+	// a container's user who owns storage_dir's parent) cannot redirect it.
+	sd, err := beneath.OpenDir(root, stage)
 	if err != nil {
 		_ = beneath.RemoveAll(root, stage)
 		return "", "", err
 	}
+	defer sd.Close()
+	pinned := "/proc/self/fd/" + strconv.Itoa(int(sd.Fd())) + "/." // "/.": the directory, not the link (Lstat, WalkDir)
+	if fi, err := os.Stat(pinned); err != nil || !fi.IsDir() {
+		pinned = stage // no /proc
+	}
+	skipped, err := extract(archive, pinned, m.opts.limitsFor(fi.Size()))
+	if err == nil {
+		err = sd.Chmod(0o755)
+	}
+	if err != nil {
+		_ = beneath.RemoveAll(root, stage)
+		return "", "", fmt.Errorf("extract: %w", renamedPaths(err, pinned, stage))
+	}
+	if skipped > 0 {
+		m.opts.Log.Warn().Str("resource", name).Int("entries", skipped).Msg("archive: device files and fifos skipped")
+	}
+	tree, err := treeDigest(pinned)
+	if err != nil {
+		_ = beneath.RemoveAll(root, stage)
+		return "", "", renamedPaths(err, pinned, stage)
+	}
 	return tree, stage, nil
 }
+
+// renamedPaths is err with the path from in its message shown as to (errors.Is and
+// As still see err).
+func renamedPaths(err error, from, to string) error {
+	if from == to || !strings.Contains(err.Error(), from) {
+		return err
+	}
+	return &renamedError{err: err, msg: strings.ReplaceAll(err.Error(), from, to)}
+}
+
+type renamedError struct {
+	err error
+	msg string
+}
+
+func (e *renamedError) Error() string { return e.msg }
+func (e *renamedError) Unwrap() error { return e.err }
 
 // commitStatic puts a staged resource in place and records it in its marker. The
 // content it replaces goes to the cache when its marker says cached: true and it is
