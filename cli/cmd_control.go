@@ -461,7 +461,7 @@ func exitText(x *status.Exit) string {
 	if x == nil {
 		return "-"
 	}
-	return x.Reason
+	return string(x.Reason)
 }
 
 // limitsLine is the line status opens with when a container's limits could not be

@@ -179,7 +179,7 @@ func failureText(c status.Container) string {
 	case c.State == status.Failed && c.Ready.Message != "":
 		return c.Ready.Message
 	case c.LastExit != nil && c.LastExit.Reason != "":
-		return c.LastExit.Reason
+		return string(c.LastExit.Reason)
 	}
 	return "its last run ended"
 }

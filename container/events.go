@@ -269,14 +269,14 @@ func (l *loop) onExit() {
 	l.st.Pid = nil
 	l.stopHealth()
 	if l.usageRunEnd(e.Signal == syscall.SIGKILL) {
-		l.killReason = string(status.ReasonOOMKilled) // the kernel's kill, whoever else meant to
+		l.killReason = status.ExitOOMKilled // the kernel's kill, whoever else meant to
 	}
 	switch l.state {
 	case stateStopping, stateRestarting, stateShuttingDown, stateDeadlineStopping:
 		// Record the exit; the stop sequence sees it too and finishes. A stop tend
 		// began for a reason of its own (memory_restart) says so.
 		l.recordExit(e, l.killReason)
-		l.log.Info().Str("exit", l.st.LastExit.Reason).Int("code", l.st.LastExit.Code).Dur("ran_ms", ran).Msg("exited while stopping")
+		l.log.Info().Str("exit", string(l.st.LastExit.Reason)).Int("code", l.st.LastExit.Code).Dur("ran_ms", ran).Msg("exited while stopping")
 		now := time.Now()
 		l.st.Alive.Set(false, status.ReasonStopped, "", now)
 		l.st.Ready.Set(false, status.ReasonStopping, "", now)

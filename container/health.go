@@ -254,7 +254,7 @@ func (l *loop) startupPassed(how string) {
 // kill SIGKILLs the process group for reason (its last_exit reason); the restart
 // policy takes it from there.
 func (l *loop) kill(reason string) {
-	l.killReason = reason
+	l.killReason = status.ExitReason(reason)
 	l.log.Warn().Str("reason", reason).Msg("killing the process group")
 	l.record(status.Warning, status.ReasonKilled, reason)
 	l.st.Alive.Set(false, status.ReasonKilled, reason, time.Now())

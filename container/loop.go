@@ -155,7 +155,7 @@ type currentRun struct {
 	runID      uint64 // which process a probe result is about
 	mark       string // the TEND_RUN of the run started last (runmark.go)
 	startedAt  time.Time
-	killReason string // why tend killed it (liveness), for last_exit.reason
+	killReason status.ExitReason // why tend killed it (liveness), for last_exit.reason
 
 	probeCancel context.CancelFunc
 	health      runHealth
@@ -372,7 +372,7 @@ func (l *loop) afterExit(e proc.Exit, ran time.Duration) {
 	if !e.Success() {
 		ev = l.log.Warn()
 	}
-	ev.Str("exit", l.st.LastExit.Reason).Int("code", l.st.LastExit.Code).Dur("ran_ms", ran).Msg("exited")
+	ev.Str("exit", string(l.st.LastExit.Reason)).Int("code", l.st.LastExit.Code).Dur("ran_ms", ran).Msg("exited")
 	l.carryOut(restart.Run{Ending: restart.Exited, Success: e.Success(), Ran: ran})
 }
 
@@ -381,7 +381,7 @@ func (l *loop) afterExit(e proc.Exit, ran time.Duration) {
 // max_failures gave up.
 func (l *loop) carryOut(run restart.Run) {
 	now := time.Now()
-	why := l.st.LastExit.Reason
+	why := string(l.st.LastExit.Reason)
 	l.st.Alive.Set(false, status.ReasonExited, why, now)
 	l.st.Ready.Set(false, status.ReasonExited, why, now)
 	d := restart.Decide(l.rules, run, l.fails, l.rand)
@@ -427,7 +427,7 @@ func (l *loop) deadlineExit() {
 	if x == nil {
 		x = ExitStatus(proc.Exit{Code: 1}, "", time.Now())
 	}
-	x.Reason = "deadline exceeded"
+	x.Reason = status.ExitDeadlineExceeded
 	x.Code = restart.DeadlineCode(x.Code)
 	l.st.LastExit = x
 	l.carryOut(restart.Run{Ending: restart.DeadlineExceeded})
@@ -437,16 +437,16 @@ func (l *loop) deadlineExit() {
 // how it ended, and why when tend ended it. A failure is a Warning, except the exit
 // a stop that was asked for (tend stop, restart, a reload, the shutdown) caused
 // with its own signal: that is how such a stop goes, Normal.
-func (l *loop) recordExit(e proc.Exit, reason string) {
+func (l *loop) recordExit(e proc.Exit, reason status.ExitReason) {
 	l.st.LastExit = ExitStatus(e, reason, time.Now())
 	msg, typ, why := e.String(), status.Normal, status.ReasonExited
 	if reason != "" {
-		msg += ": " + reason
+		msg += ": " + string(reason)
 	}
 	if !e.Success() && !asked(l.state, reason, e) {
 		typ = status.Warning
 	}
-	if reason == string(status.ReasonOOMKilled) {
+	if reason == status.ExitOOMKilled {
 		why = status.ReasonOOMKilled // the kernel killed it: an event of its own kind
 	}
 	l.record(typ, why, msg)
@@ -456,7 +456,7 @@ func (l *loop) recordExit(e proc.Exit, reason string) {
 // went as it should: stopping, restarting or shutting down, for no reason of tend's
 // own (a liveness kill, memory_restart, OOM), by the stop's signal rather than the
 // SIGKILL of a process that outlived its term timeout.
-func asked(st state, killReason string, e proc.Exit) bool {
+func asked(st state, killReason status.ExitReason, e proc.Exit) bool {
 	switch st {
 	case stateStopping, stateRestarting, stateShuttingDown:
 		return killReason == "" && e.Signal != syscall.SIGKILL
@@ -465,9 +465,9 @@ func asked(st state, killReason string, e proc.Exit) bool {
 }
 
 // ExitStatus is how e appears in status as a last_exit; reason "" says how it ended.
-func ExitStatus(e proc.Exit, reason string, at time.Time) *status.Exit {
+func ExitStatus(e proc.Exit, reason status.ExitReason, at time.Time) *status.Exit {
 	if reason == "" {
-		reason = e.String()
+		reason = status.ExitReason(e.String())
 	}
 	x := &status.Exit{Code: e.Status(), At: status.At(at), Reason: reason}
 	if e.Signal != 0 {

@@ -14,7 +14,7 @@ func TestAskedExit(t *testing.T) {
 	tests := []struct {
 		name   string
 		state  state
-		reason string
+		reason status.ExitReason
 		exit   proc.Exit
 		want   bool
 	}{
@@ -22,7 +22,7 @@ func TestAskedExit(t *testing.T) {
 		{"tend restart, SIGTERM → asked", stateRestarting, "", term, true},
 		{"shutdown, exit 1 on its TERM handler → asked", stateShuttingDown, "", code1, true},
 		{"tend stop, SIGKILL after the term timeout → a failure", stateStopping, "", kill, false},
-		{"restart by memory_restart → a failure", stateRestarting, memoryRestartReason, term, false},
+		{"restart by memory_restart → a failure", stateRestarting, status.ExitMemoryRestart, term, false},
 		{"a liveness kill → a failure", stateRestarting, "liveness probe failed", term, false},
 		{"max_run_ms → a failure", stateDeadlineStopping, "", term, false},
 		{"a crash while running → a failure", stateRunning, "", code1, false},

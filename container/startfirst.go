@@ -231,8 +231,8 @@ func (l *loop) rollback(e proc.Exit) {
 		l.initialized = true // they ran for the old spec
 		keeps += " with the old spec (a reload tries the new one again)"
 	}
-	l.st.LastExit.Reason = "start_first: the new process failed (" + l.st.LastExit.Reason + "); " + keeps
-	l.log.Warn().Str("exit", l.st.LastExit.Reason).Msg("start first: keeping the old process")
+	l.st.LastExit.Reason = status.ExitReason("start_first: the new process failed (" + string(l.st.LastExit.Reason) + "); " + keeps)
+	l.log.Warn().Str("exit", string(l.st.LastExit.Reason)).Msg("start first: keeping the old process")
 	l.proc, l.procDone, l.lastProc = l.ro.old, l.ro.oldDone, l.ro.old
 	l.startedAt = l.ro.startedAt
 	l.st.StartedAt = status.Ptr(l.startedAt)
@@ -275,7 +275,7 @@ func (l *loop) endOverlap() {
 			l.rollback(proc.Exit{Code: -1, StartErr: errors.New("a stop came during its init commands")})
 			return
 		}
-		l.killReason = "a stop came before it was ready"
+		l.killReason = status.ExitStopBeforeReady
 		_ = l.proc.SignalGroup(syscall.SIGKILL)
 		<-l.procDone
 		l.rollback(l.proc.Exit())

@@ -63,7 +63,7 @@ func TestStartFirstKeepsTheOldWhenTheNewFails(t *testing.T) {
 	if l.state != stateRunning || l.proc == nil || l.proc.Pid() != oldPid || *l.st.Pid != oldPid || l.st.OldPid != nil {
 		t.Fatalf("state %s, pid %v, old_pid %v; want running with the old pid %d", l.state, l.st.Pid, l.st.OldPid, oldPid)
 	}
-	if x := l.st.LastExit; x == nil || !strings.Contains(x.Reason, "the new process failed (killed by SIGKILL); the old one keeps running") {
+	if x := l.st.LastExit; x == nil || !strings.Contains(string(x.Reason), "the new process failed (killed by SIGKILL); the old one keeps running") {
 		t.Fatalf("last_exit %+v", x)
 	}
 	if l.timerC != nil {
@@ -96,7 +96,7 @@ func TestStartFirstStartupProbeFailureOrTimeout(t *testing.T) {
 			}
 			<-l.procDone
 			l.onExit()
-			if l.state != stateRunning || l.proc.Pid() != oldPid || !strings.Contains(l.st.LastExit.Reason, tc.want) {
+			if l.state != stateRunning || l.proc.Pid() != oldPid || !strings.Contains(string(l.st.LastExit.Reason), tc.want) {
 				t.Fatalf("state %s, pid %d (old %d), last_exit %+v", l.state, l.proc.Pid(), oldPid, l.st.LastExit)
 			}
 		})
@@ -156,7 +156,7 @@ func TestStartFirstUpdateRollbackKeepsTheOldSpec(t *testing.T) {
 	if l.state != stateRunning || l.proc.Pid() != oldPid || l.sc != oldSpec || l.c.Spec() != oldSpec || l.sc.ReadinessProbe != nil {
 		t.Fatalf("state %s, pid %d (old %d), spec kept %v; want the old process with the old spec", l.state, l.proc.Pid(), oldPid, l.sc == oldSpec)
 	}
-	if x := l.st.LastExit; x == nil || !strings.Contains(x.Reason, "the old one keeps running with the old spec") {
+	if x := l.st.LastExit; x == nil || !strings.Contains(string(x.Reason), "the old one keeps running with the old spec") {
 		t.Fatalf("last_exit %+v", x)
 	}
 }

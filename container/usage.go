@@ -9,9 +9,6 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// memoryRestartReason is the last_exit reason of a run memory_restart ended.
-const memoryRestartReason = "memory above memory_restart"
-
 // Sample is one reading of a running container's usage by the instance's sampler,
 // which reads every container in turn (supervisor/usage.go) and hands each its own.
 type Sample struct {
@@ -155,7 +152,7 @@ func (l *loop) memoryRestart() {
 	l.log.Warn().Int64("memory_bytes", l.usage.shown.MemoryBytes).Int64("memory_restart", l.usage.mem.Limit).Msg("memory above memory_restart: restarting")
 	l.record(status.Warning, status.ReasonMemoryRestart, msg)
 	l.usage.mem.Above = 0
-	l.killReason = memoryRestartReason
+	l.killReason = status.ExitMemoryRestart
 	l.beginStop(StopOp{}, stateRestarting) // never ends the loop: a restart follows
 }
 

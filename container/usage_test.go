@@ -34,8 +34,8 @@ func TestMemoryRestart(t *testing.T) {
 	if l.state != stateRunning || l.st.Restarts != 1 {
 		t.Fatalf("after the stop: %s, restarts %d; want running, 1", l.state, l.st.Restarts)
 	}
-	if got := l.st.LastExit.Reason; got != memoryRestartReason {
-		t.Errorf("last_exit.reason = %q, want %q", got, memoryRestartReason)
+	if got := l.st.LastExit.Reason; got != status.ExitMemoryRestart {
+		t.Errorf("last_exit.reason = %q, want %q", got, status.ExitMemoryRestart)
 	}
 	if !hasEvent(l, status.Warning, status.ReasonMemoryRestart) {
 		t.Errorf("no MemoryRestart warning in %+v", l.events)
@@ -66,7 +66,7 @@ func TestOOMKilledNamed(t *testing.T) {
 			l.c.exitOOMs.Store(l.usage.base.OOMKills + 1) // as Container.exited reads it
 		}
 		exitNow(t, l) // SIGKILL
-		named := l.st.LastExit.Reason == string(status.ReasonOOMKilled)
+		named := l.st.LastExit.Reason == status.ExitOOMKilled
 		if named != oom || hasEvent(l, status.Warning, status.ReasonOOMKilled) != oom {
 			t.Errorf("OOM kill %v: last_exit %+v, events %+v", oom, l.st.LastExit, l.events)
 		}

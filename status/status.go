@@ -189,11 +189,24 @@ func boolString(ok bool) string {
 
 // Exit is how a process last ended.
 type Exit struct {
-	Code   int    `json:"code"`   // exit code, 128+N for a signal N, 127/126 when it could not start
-	Signal string `json:"signal"` // "SIGKILL", or "" for a normal exit
-	At     Time   `json:"at"`
-	Reason string `json:"reason"`
+	Code   int        `json:"code"`   // exit code, 128+N for a signal N, 127/126 when it could not start
+	Signal string     `json:"signal"` // "SIGKILL", or "" for a normal exit
+	At     Time       `json:"at"`
+	Reason ExitReason `json:"reason"`
 }
+
+// ExitReason says in words how a process ended: "exit code N", "killed by SIGNAL",
+// "timed out after D", "cannot start: ERROR", or why tend ended it ("liveness probe
+// failed: DETAIL", the constants below). docs/reference.md "The status document".
+type ExitReason string
+
+// The exit reasons of fixed words.
+const (
+	ExitOOMKilled        ExitReason = "OOMKilled"                       // the kernel's OOM killer killed a process of it
+	ExitDeadlineExceeded ExitReason = "deadline exceeded"               // max_run_ms passed
+	ExitMemoryRestart    ExitReason = "memory above memory_restart"     // memory_restart restarted it
+	ExitStopBeforeReady  ExitReason = "a stop came before it was ready" // a start_first run, stopped before it was ready
+)
 
 // InitContainer is the status of one init container.
 type InitContainer struct {

@@ -43,3 +43,15 @@ func TestDocumentJSONOfTypedReasonsAndStates(t *testing.T) {
 		t.Fatalf("read back: %+v, %v", back, err)
 	}
 }
+
+// An exit's reason is typed, its JSON the plain words.
+func TestExitReasonJSON(t *testing.T) {
+	x := Exit{Code: 137, Signal: "SIGKILL", At: At(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)), Reason: ExitOOMKilled}
+	got, err := json.Marshal(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"code":137,"signal":"SIGKILL","at":"2024-05-01T12:00:00.000Z","reason":"OOMKilled"}`; string(got) != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}

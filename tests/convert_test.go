@@ -145,7 +145,7 @@ func TestPodAgentExampleRuns(t *testing.T) {
 	}
 	tp.waitStatus(20*time.Second, "a liveness kill", func(d status.Document) bool {
 		c := containerStatus(d, "server")
-		return c.LastExit != nil && strings.Contains(c.LastExit.Reason, "liveness probe failed") && c.LastExit.Signal == "SIGKILL"
+		return c.LastExit != nil && strings.Contains(string(c.LastExit.Reason), "liveness probe failed") && c.LastExit.Signal == "SIGKILL"
 	})
 	os.WriteFile(filepath.Join(tp.dir, "healthy"), nil, 0o644)
 	// pod_agent restarts a workload at most once every 10 s.

@@ -32,7 +32,7 @@ containers:
 		return c.Restarts >= 1 && c.LastExit != nil
 	})
 	c := containerStatus(doc, "app")
-	if !strings.HasPrefix(c.LastExit.Reason, "liveness probe failed: ") || c.LastExit.Signal != "SIGKILL" {
+	if !strings.HasPrefix(string(c.LastExit.Reason), "liveness probe failed: ") || c.LastExit.Signal != "SIGKILL" {
 		t.Errorf("last_exit = %+v, want SIGKILL with reason 'liveness probe failed: ...'", c.LastExit)
 	}
 }
@@ -131,7 +131,7 @@ containers:
 	doc := tp.waitStatus(10*time.Second, "web killed by HTTP liveness", func(d status.Document) bool {
 		return containerStatus(d, "web").Restarts >= 1
 	})
-	if c := containerStatus(doc, "web"); c.LastExit == nil || !strings.Contains(c.LastExit.Reason, "liveness probe failed: HTTP 500") {
+	if c := containerStatus(doc, "web"); c.LastExit == nil || !strings.Contains(string(c.LastExit.Reason), "liveness probe failed: HTTP 500") {
 		t.Errorf("last_exit = %+v, want 'liveness probe failed: HTTP 500...'", c.LastExit)
 	}
 	resp, err := tp.client().Get("http://tend/metrics")

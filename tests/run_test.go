@@ -240,7 +240,7 @@ containers:
 		return c.Restarts >= 2 && containerStatus(d, "fine").State == status.Running
 	})
 	c := containerStatus(doc, "missing")
-	if c.LastExit == nil || c.LastExit.Code != 127 || !strings.Contains(c.LastExit.Reason, "no-such-program") {
+	if c.LastExit == nil || c.LastExit.Code != 127 || !strings.Contains(string(c.LastExit.Reason), "no-such-program") {
 		t.Errorf("last_exit = %+v, want code 127 naming the program", c.LastExit)
 	}
 	if fine := containerStatus(doc, "fine"); fine.Restarts != 0 || fine.Pid == nil {

@@ -212,7 +212,7 @@ containers:
 		return containerStatus(d, "web").LastExit != nil
 	})
 	x := containerStatus(doc, "web").LastExit
-	if want := "socket " + ln.Addr().String() + ": bind: address already in use"; !strings.Contains(x.Reason, want) {
+	if want := "socket " + ln.Addr().String() + ": bind: address already in use"; !strings.Contains(string(x.Reason), want) {
 		t.Fatalf("last_exit.reason = %q, want it to say %q", x.Reason, want)
 	}
 	// tend's log reaches stderr through a queue of its own: wait for the line.
@@ -419,7 +419,7 @@ containers:
 		return containerStatus(d, "web").LastExit != nil
 	})
 	c := containerStatus(doc, "web")
-	if !strings.Contains(c.LastExit.Reason, "the new process failed (exit code 3); the old one keeps running") || c.LastExit.Code != 3 {
+	if !strings.Contains(string(c.LastExit.Reason), "the new process failed (exit code 3); the old one keeps running") || c.LastExit.Code != 3 {
 		t.Fatalf("last_exit %+v", c.LastExit)
 	}
 	time.Sleep(500 * time.Millisecond) // a restart loop would show by now

@@ -172,7 +172,7 @@ func reloadBroken(t *testing.T, lines, want string) {
 		return containerStatus(d, "web").LastExit != nil
 	})
 	c := containerStatus(doc, "web")
-	if !strings.Contains(c.LastExit.Reason, want) {
+	if !strings.Contains(string(c.LastExit.Reason), want) {
 		t.Fatalf("last_exit %+v, want %q", c.LastExit, want)
 	}
 	time.Sleep(500 * time.Millisecond) // a restart loop would show by now
