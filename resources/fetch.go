@@ -180,7 +180,7 @@ func (e *roundError) Unwrap() []error { return e.errs }
 func (f *fetcher) attempt(ctx context.Context, src Source, rawURL, dir, prefix string, p *Progress) (path string, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	d, err := f.open(ctx, cancel, rawURL)
+	d, err := f.open(ctx, cancel, src.Root, rawURL)
 	if err != nil {
 		return "", err
 	}
@@ -238,13 +238,16 @@ type download struct {
 // open opens a file: URL, or sends the GET of any other. One timer covers the wait for
 // the answer and every gap in the body: a server that stops sending fails the attempt
 // (cancel) instead of hanging it.
-func (f *fetcher) open(ctx context.Context, cancel context.CancelFunc, rawURL string) (*download, error) {
+//
+// A file: path beneath root (instance.dir) is resolved beneath it: a symlink there
+// leading out would copy a root-only file into a resource the containers read.
+func (f *fetcher) open(ctx context.Context, cancel context.CancelFunc, root, rawURL string) (*download, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, err
 	}
 	if strings.EqualFold(u.Scheme, "file") {
-		file, err := os.Open(u.Path)
+		file, err := beneath.OpenFile(root, u.Path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 		if err != nil {
 			return nil, err
 		}

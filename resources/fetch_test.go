@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tend-sh/tend/internal/beneath"
 )
 
 var payload = []byte(strings.Repeat("tend resource payload\n", 4096))
@@ -251,5 +253,26 @@ func TestParseChecksumAndPeriod(t *testing.T) {
 	}
 	if _, err := ParseCheckPeriod("1h"); err == nil {
 		t.Error("ParseCheckPeriod(1h) succeeded")
+	}
+}
+
+// A file: URL beneath instance.dir whose directory a container's user replaced with a
+// symlink to a root-only place is not read: the resource would hand the file to the
+// containers.
+func TestFileURLIsNotReadThroughAPlantedLink(t *testing.T) {
+	root, out := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, "secret"), []byte("root only"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(out, filepath.Join(root, "data")); err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := ParseChecksum("EMPTY:")
+	var p Progress
+	_, err := newFetcher(DefaultOptions()).fetch(context.Background(),
+		Source{Name: "r", URLs: []string{fileURL(filepath.Join(root, "data", "secret"))}, Checksum: sum, Root: root},
+		root, ".r.tend-part-*", &p, 1, nil, nil, func(error) {})
+	if !errors.Is(err, beneath.ErrOutside) {
+		t.Errorf("err = %v; want the link refused", err)
 	}
 }
