@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tend-sh/tend/spec"
 )
 
 // YAML writes the converted spec as a tend spec document, with a comment above each
@@ -17,6 +19,7 @@ func (r *Result) YAML(name string) ([]byte, error) {
 	if err := doc.Encode(r.Spec); err != nil {
 		return nil, err
 	}
+	dropRedacted(&doc)
 	present := map[string]*yaml.Node{} // tend path -> the node a comment goes on
 	collect(&doc, "", present)
 	placed := map[*yaml.Node][]string{}
@@ -93,4 +96,25 @@ func commentText(lines []string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// dropRedacted removes the "value: <redacted>" that an env variable with value_from
+// encodes as (spec's MarshalYAML, for render): a converted spec reads the secret from
+// its file, and a value beside value_from would be an error.
+func dropRedacted(n *yaml.Node) {
+	if n.Kind == yaml.MappingNode {
+		hasFrom := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			hasFrom = hasFrom || n.Content[i].Value == "value_from"
+		}
+		for i := 0; hasFrom && i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "value" && n.Content[i+1].Value == spec.Redacted {
+				n.Content = append(n.Content[:i], n.Content[i+2:]...)
+				break
+			}
+		}
+	}
+	for _, c := range n.Content {
+		dropRedacted(c)
+	}
 }

@@ -390,3 +390,62 @@ func TestProcfileMapping(t *testing.T) {
 		}
 	}
 }
+
+// ISS's install hook is an init container with its timeLimits as its time_limit;
+// a hook tend does not run is a warning of its own.
+func TestISSInstallHook(t *testing.T) {
+	conf := `[{"@class": "ru.yandex.iss.Instance", "slot": "s@h", "resources": {
+	  "iss_hook_start": {"@class": "ru.yandex.iss.Resource", "urls": ["http://h/start"]},
+	  "iss_hook_install": {"@class": "ru.yandex.iss.Resource", "urls": ["http://h/install"]},
+	  "iss_hook_reopenlogs": {"@class": "ru.yandex.iss.Resource", "urls": ["http://h/reopen"]}},
+	  "timeLimits": {"iss_hook_install": {"minRestartPeriodMs": 2000, "maxRestartPeriodMs": 4000, "maxExecutionTimeMs": 60000, "restartPeriodBackoff": 0},
+	    "iss_hook_reopenlogs": {"maxExecutionTimeMs": 1000}}}]`
+	res := mustConvert(t, []byte(conf), "iss.json", Auto)
+	s := res.Spec
+	if len(s.InitContainers) != 1 {
+		t.Fatalf("init containers %+v, want iss_hook_install", s.InitContainers)
+	}
+	ic := s.InitContainers[0]
+	tl := ic.TimeLimit
+	if ic.Name != "iss_hook_install" || ic.Command.String != "./iss_hook_install" || tl == nil ||
+		i64(tl.MinRestartPeriodMs) != 2000 || i64(tl.MaxRestartPeriodMs) != 4000 || i64(tl.MaxExecutionTimeMs) != 60000 || tl.RestartPeriodBackOff.Get() != 1 {
+		t.Errorf("init container %+v time_limit %+v", ic, tl)
+	}
+	text := warningText(res)
+	for _, want := range []string{
+		"[0].resources.iss_hook_install: an ISS hook is a downloaded program: tend makes it executable (mode 0755) and runs it as init container iss_hook_install, once, before the start hook",
+		"[0].resources.iss_hook_reopenlogs: tend fetches this hook and makes it executable but does not run it",
+		"[0].timeLimits.iss_hook_reopenlogs: dropped (no hook iss_hook_reopenlogs that tend runs)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("warnings lack %q:\n%s", want, text)
+		}
+	}
+}
+
+// pod_agent's secret_env is read from <secrets_dir>/<alias>/<id>, instance.vars.secrets_dir
+// /run/secrets unless set, with a warning naming the file.
+func TestPodAgentSecretEnv(t *testing.T) {
+	pod := "workloads:\n- id: w\n  env:\n  - name: RSA_KEY\n    value:\n      secret_env: {id: MyRsaKey, alias: MyKeys}\n  start: {command_line: ./server}\n"
+	res := convertOnly(t, []byte(pod), "pod.yaml", "the secret file need not exist here")
+	s := res.Spec
+	env := s.Containers[0].Env
+	if len(env) != 1 || env[0].Name != "RSA_KEY" || env[0].ValueFrom == nil || env[0].ValueFrom.File != "{secrets_dir}/MyKeys/MyRsaKey" {
+		t.Errorf("env %+v", env)
+	}
+	if got := s.Instance.Vars["secrets_dir"]; got != "/run/secrets" {
+		t.Errorf("instance.vars.secrets_dir = %q, want /run/secrets", got)
+	}
+	if want := "workloads[0].env[0].value.secret_env: read from /run/secrets/MyKeys/MyRsaKey"; !strings.Contains(warningText(res), want) {
+		t.Errorf("warnings lack %q:\n%s", want, warningText(res))
+	}
+	for bad, want := range map[string]string{
+		"{id: ../x, alias: MyKeys}": `secret_env.id: must be a file name (no /, {, }), got "../x"`,
+		"{alias: MyKeys}":           "secret_env needs id",
+	} {
+		_, err := Convert([]byte(strings.Replace(pod, "{id: MyRsaKey, alias: MyKeys}", bad, 1)), "pod.yaml", Auto, testEnviron)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", bad, err, want)
+		}
+	}
+}

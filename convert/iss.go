@@ -22,6 +22,7 @@ const (
 	issResource        = "ru.yandex.iss.Resource"
 	issDynamicResource = "ru.yandex.iss.DynamicResource"
 	issHookStart       = "iss_hook_start"
+	issHookInstall     = "iss_hook_install"
 )
 
 // issHooks are the hooks tend runs, and where each goes.
@@ -30,6 +31,7 @@ var issHooks = map[string]string{
 	"iss_hook_stop":   "its stop_policy exec",
 	"iss_hook_status": "its liveness_probe exec",
 	"iss_hook_notify": "its notify_actions exec",
+	issHookInstall:    "init container " + issHookInstall + ", once, before the start hook",
 }
 
 var (
@@ -91,6 +93,7 @@ func iss(data []byte, c *conv) {
 		return
 	}
 	c.issContainer(class, start, hooks)
+	c.issInstall(hooks)
 	if timeLimits != nil {
 		c.issTimeLimits(timeLimits.val, hooks)
 	}
@@ -360,6 +363,19 @@ func (c *conv) issContainer(class string, start Source, hooks map[string]Source)
 	c.s.Containers = append(c.s.Containers, ct)
 }
 
+// issInstall makes the install hook an init container: it runs (until it exits 0,
+// each run bounded by its timeLimits) after the resources are in place and before the
+// start hook, as ISS runs it when it installs the instance.
+func (c *conv) issInstall(hooks map[string]Source) {
+	src, ok := hooks[issHookInstall]
+	if !ok {
+		return
+	}
+	c.s.InitContainers = append(c.s.InitContainers, spec.InitContainer{Name: issHookInstall, Command: spec.Command{String: "./" + issHookInstall}})
+	c.sources["init_containers[0]"] = src
+	c.sources["init_containers[0].command"] = src
+}
+
 // issTimeLimits converts timeLimits.<hook>: the start hook's restart periods become
 // the container's restart policy, the other hooks' their handler's time_limit.
 func (c *conv) issTimeLimits(y node, hooks map[string]Source) {
@@ -380,6 +396,8 @@ func (c *conv) issTimeLimits(y node, hooks map[string]Source) {
 			ct.LivenessProbe.TimeLimit = c.timeLimit(f.val, p+".liveness_probe.time_limit", issTimeLimitKeys)
 		case "iss_hook_notify":
 			ct.NotifyActions[0].TimeLimit = c.timeLimit(f.val, p+".notify_actions[0].time_limit", issTimeLimitKeys)
+		case issHookInstall:
+			c.s.InitContainers[0].TimeLimit = c.timeLimit(f.val, "init_containers[0].time_limit", issTimeLimitKeys)
 		}
 	}
 	// ISS's default back-off is 0 (as in ISS); tend's time_limit needs at least 1, and
@@ -393,6 +411,9 @@ func (c *conv) issTimeLimits(y node, hooks map[string]Source) {
 	}
 	if len(ct.NotifyActions) > 0 {
 		limits = append(limits, ct.NotifyActions[0].TimeLimit)
+	}
+	if len(c.s.InitContainers) > 0 {
+		limits = append(limits, c.s.InitContainers[0].TimeLimit)
 	}
 	for _, tl := range limits {
 		if tl != nil && tl.RestartPeriodBackOff.IsSet() && tl.RestartPeriodBackOff.Get() < 1 && tl.RestartPeriodScaleMs.Get() == 0 {

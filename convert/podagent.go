@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tend-sh/tend/spec"
 )
@@ -365,13 +366,16 @@ func (c *conv) podDestroy(y node, path string) *spec.Policy {
 	return dp
 }
 
-// podEnv converts env: literal_env values; secret_env has no secret store to come from.
+// podEnv converts env: literal_env values as they are; a secret_env is read from the
+// file <secrets_dir>/<alias>/<id> (instance.vars.secrets_dir, default
+// DefaultSecretsDir), where the secrets pod_agent's secret store would give are
+// mounted, with a warning naming where.
 func (c *conv) podEnv(y node, p string) []spec.EnvVar {
 	var env []spec.EnvVar
 	for _, item := range c.items(y) {
 		var name string
 		var value *string
-		var secret *Source
+		var secret *podSecret
 		for _, f := range c.fields(item) {
 			switch f.key {
 			case "name":
@@ -393,8 +397,7 @@ func (c *conv) podEnv(y node, p string) []spec.EnvVar {
 							}
 						}
 					case "secret_env":
-						s := g.val.src()
-						secret = &s
+						secret = c.podSecret(g.val)
 					default:
 						c.unknown(p, g.val.src())
 					}
@@ -403,12 +406,20 @@ func (c *conv) podEnv(y node, p string) []spec.EnvVar {
 				c.unknown(p, f.val.src())
 			}
 		}
+		ep := fmt.Sprintf("%s.env[%d]", p, len(env))
 		switch {
 		case secret != nil:
-			c.drop(p+".env", *secret, fmt.Sprintf("no secret store: set %s with env value_from a file", name))
+			if secret.alias == "" || secret.id == "" {
+				continue // the error is recorded
+			}
+			dir := c.secretsDir()
+			file := fmt.Sprintf("{%s}/%s/%s", secretsDirVar, secret.alias, secret.id)
+			c.from(ep, item.src())
 			c.mapped[item.path+".name"] = true
+			c.approx(ep+".value_from.file", secret.src, "read from %s/%s/%s (%s: instance.vars.%s, or --var %s=DIR), where the secret store's secrets must be mounted; a missing file is a validation error",
+				dir, secret.alias, secret.id, file, secretsDirVar, secretsDirVar)
+			env = append(env, spec.EnvVar{Name: name, ValueFrom: &spec.ValueFrom{File: file}})
 		case value != nil:
-			ep := fmt.Sprintf("%s.env[%d]", p, len(env))
 			c.from(ep, item.src())
 			c.mapped[item.path+".name"] = true
 			env = append(env, spec.EnvVar{Name: name, Value: literal(*value)})
@@ -417,4 +428,62 @@ func (c *conv) podEnv(y node, p string) []spec.EnvVar {
 		}
 	}
 	return env
+}
+
+// secretsDirVar is the variable that says where secrets are mounted; a converted
+// spec that reads one gets it in instance.vars (DefaultSecretsDir) unless set.
+const (
+	secretsDirVar     = "secrets_dir"
+	DefaultSecretsDir = "/run/secrets"
+)
+
+// podSecret is a secret_env: the secret's alias and its id within it.
+type podSecret struct {
+	alias, id string
+	src       Source
+}
+
+// podSecret reads secret_env {alias, id}; each must be one path component.
+func (c *conv) podSecret(y node) *podSecret {
+	s := &podSecret{src: y.src()}
+	for _, f := range c.fields(y) {
+		v, ok := c.str(f.val)
+		if !ok {
+			continue
+		}
+		switch f.key {
+		case "alias":
+			s.alias = v
+		case "id":
+			s.id = v
+		default:
+			c.unknown(y.path, f.val.src())
+			continue
+		}
+		if v == "" || v == "." || v == ".." || strings.ContainsAny(v, "/\x00{}") {
+			c.errorf(f.val.src(), "secret_env.%s: must be a file name (no /, {, }), got %q", f.key, v)
+			return s
+		}
+		c.mapped[f.val.path] = true
+	}
+	for _, k := range []struct{ key, v string }{{"alias", s.alias}, {"id", s.id}} {
+		if k.v == "" {
+			c.errorf(s.src, "secret_env needs %s", k.key)
+			s.alias = ""
+		}
+	}
+	return s
+}
+
+// secretsDir is instance.vars.secrets_dir of the converted spec, set to the default
+// when absent.
+func (c *conv) secretsDir() string {
+	if c.s.Instance.Vars == nil {
+		c.s.Instance.Vars = map[string]string{}
+	}
+	if _, ok := c.s.Instance.Vars[secretsDirVar]; !ok {
+		c.s.Instance.Vars[secretsDirVar] = DefaultSecretsDir
+		c.note("instance.vars."+secretsDirVar, "where secret_env files are read from: <secrets_dir>/<alias>/<id>")
+	}
+	return c.s.Instance.Vars[secretsDirVar]
 }

@@ -392,3 +392,18 @@ containers:
 		t.Errorf("x's env ends with %q after y's changed", got)
 	}
 }
+
+// value_from.file is substituted like an env value: {secrets_dir}/db/password.
+func TestValueFromFileSubstituted(t *testing.T) {
+	s := mustLoad(t, `
+instance: {vars: {secrets_dir: sec}}
+env: [{name: PASSWORD, value_from: {file: "{secrets_dir}/db/password"}}]
+containers: []
+`, map[string]string{"sec/db/password": "hunter2\n"})
+	if got := s.Env[0].ValueFrom.File; got != "sec/db/password" {
+		t.Errorf("value_from.file = %q, want sec/db/password", got)
+	}
+	if v := s.Env[0].value(); v != "hunter2" {
+		t.Errorf("secret = %q, want hunter2", v)
+	}
+}

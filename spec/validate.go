@@ -491,6 +491,8 @@ func (k *checker) env(path string, vars []EnvVar) {
 			}
 			if strings.TrimSpace(v.ValueFrom.File) == "" {
 				k.c.addf(join(p, "value_from.file"), "must be set")
+			} else {
+				k.subst(join(p, "value_from.file"), &v.ValueFrom.File) // {secrets_dir}/db/password
 			}
 			continue
 		}
