@@ -10,7 +10,7 @@ import (
 // mode, backoff and restart limit (docs/reference.md "Running", "Restart limits and
 // deadlines").
 type Rules struct {
-	Mode        string // spec.ModeAlways, ModeOnFailure or ModeNever
+	Mode        string // a name of spec.RestartModes, whose row says what it restarts
 	MaxFailures int    // consecutive short runs that give up; 0: never
 	Backoff     Policy
 }
@@ -80,15 +80,13 @@ func Decide(r Rules, run Run, fails int, rnd func() float64) Decision {
 	case StoppedToRestart:
 		return Decision{Verdict: Restart, Fails: 0}
 	case DeadlineExceeded:
-		if r.Mode == spec.ModeNever {
+		if !spec.RestartModeOf(r.Mode).AfterFailure {
 			return Decision{Verdict: Finished, Fails: fails}
 		}
 		return r.restartOrGiveUp(fails+1, rnd)
 	}
-	switch {
-	case r.Mode == spec.ModeAlways:
-	case r.Mode == spec.ModeOnFailure && !run.Success:
-	default:
+	m := spec.RestartModeOf(r.Mode)
+	if run.Success && !m.AfterSuccess || !run.Success && !m.AfterFailure {
 		return Decision{Verdict: Finished, Fails: fails}
 	}
 	return r.restartOrGiveUp(r.Backoff.Fails(fails, run.Ran), rnd)

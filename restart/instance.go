@@ -28,7 +28,7 @@ type InstanceEnd struct {
 // instance stop?" (docs/reference.md "Job mode", "Restart limits and shutdown"):
 //   - a container whose restart limit gave up with on_give_up shutdown stops it,
 //     with that container's failed code (FailedCode);
-//   - in job mode (every container never or on_failure, none scheduled) it stops
+//   - in job mode (no container's mode restarts after success, none scheduled) it stops
 //     once no container can run again, with the first non-zero final exit in spec
 //     order: a completed container's last exit, that of one stopped through the API
 //     (a job stopped in backoff after exit 3 did not succeed), FailedCode of a
@@ -47,7 +47,7 @@ func Instance(cs []Container) InstanceEnd {
 	}
 	for _, c := range cs {
 		// A scheduled container runs again at its next time (docs/reference.md "Schedules").
-		if c.Spec().RestartPolicy.Mode == spec.ModeAlways || c.Spec().Schedule != "" {
+		if !c.Spec().RestartPolicy.Completes() || c.Spec().Schedule != "" {
 			return InstanceEnd{}
 		}
 	}

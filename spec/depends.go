@@ -151,7 +151,7 @@ func (k *checker) dependencies() {
 					msg += fmt.Sprintf(" (did you mean %s?)", guess)
 				}
 				k.c.addf(p, "%s", msg)
-			case completes && s.Containers[j].RestartPolicy.Mode == ModeAlways:
+			case completes && !s.Containers[j].RestartPolicy.Completes():
 				k.c.addf(p, "%s on an always container: %s never completes (its restart_policy.mode is always; use never or on_failure, or started/ready)", d.Condition, d.Name)
 			}
 		}

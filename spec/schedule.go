@@ -57,7 +57,7 @@ func (k *checker) schedule(path string, c *Container) {
 	if _, err := ParseSchedule(c.Schedule); err != nil {
 		k.c.addf(path, "%v", err)
 	}
-	if m := c.RestartPolicy.Mode; m != ModeNever && m != ModeOnFailure {
+	if m := c.RestartPolicy.Mode; !c.RestartPolicy.Completes() {
 		k.c.addf(path, "needs restart_policy.mode never or on_failure (a run that ends), got %s", m)
 	}
 }

@@ -174,13 +174,22 @@ var quantitySchemas = sync.OnceValue(func() map[reflect.Type][]any {
 	}
 })
 
+// anys is ss as a JSON array.
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
 // schemaEnums are the fields with a fixed set of values.
 var schemaEnums = sync.OnceValue(func() map[string][]any {
 	return map[string][]any{
 		"Container.term_barrier":   {BarrierWait, BarrierIgnore},
 		"Container.target_state":   {TargetActive, TargetRemoved},
 		"Container.depends_on{}":   {CondStarted, CondReady, CondSucceeded, CondCompleted},
-		"RestartPolicy.mode":       {ModeAlways, ModeOnFailure, ModeNever},
+		"RestartPolicy.mode":       anys(RestartModeNames()),
 		"RestartPolicy.on_give_up": {GiveUpStop, GiveUpShutdown},
 		"HTTPGet.scheme":           {SchemeHTTP, SchemeHTTPS},
 		"Instance.cgroups":         {CgroupsAuto, CgroupsRequired, CgroupsOff},

@@ -195,6 +195,51 @@ const (
 	SchemeHTTPS = "https"
 )
 
+// RestartMode is a value of RestartPolicy.Mode and what it restarts: the runs that
+// exited 0, those that did not (a run stopped at max_run_ms counts as failed).
+// restart.Decide applies it; a mode that restarts after success never completes, so
+// it is no job, runs no schedule and meets no depends_on condition succeeded or
+// completed.
+type RestartMode struct {
+	Name         string
+	AfterSuccess bool
+	AfterFailure bool
+}
+
+// RestartModes is the one table of restart modes, in the order the docs and errors
+// list them: validation, the schema and restart.Decide read it.
+var RestartModes = []RestartMode{
+	{Name: ModeAlways, AfterSuccess: true, AfterFailure: true},
+	{Name: ModeOnFailure, AfterFailure: true},
+	{Name: ModeNever},
+}
+
+// RestartModeOf is the mode named name; an unknown name (validation refuses it)
+// restarts nothing.
+func RestartModeOf(name string) RestartMode {
+	for _, m := range RestartModes {
+		if m.Name == name {
+			return m
+		}
+	}
+	return RestartMode{Name: name}
+}
+
+// RestartModeNames are the names of RestartModes.
+func RestartModeNames() []string {
+	names := make([]string, len(RestartModes))
+	for i, m := range RestartModes {
+		names[i] = m.Name
+	}
+	return names
+}
+
+// Completes reports whether a run of the policy can end for good: its mode does not
+// restart after exit 0.
+func (p *RestartPolicy) Completes() bool {
+	return !RestartModeOf(p.Mode).AfterSuccess
+}
+
 // Conditions of depends_on (docs/reference.md "depends_on").
 const (
 	CondStarted   = "started"   // its process has started

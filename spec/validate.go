@@ -272,7 +272,7 @@ func (k *checker) restartPolicy(path string, rp *RestartPolicy) {
 	k.backoff(join(path, "backoff"), rp.Backoff.Get())
 	k.nonNegative(join(path, "max_jitter_ms"), rp.MaxJitterMs)
 	k.nonNegative(join(path, "stable_after_ms"), rp.StableAfterMs)
-	k.oneOf(join(path, "mode"), rp.Mode, ModeAlways, ModeOnFailure, ModeNever)
+	k.oneOf(join(path, "mode"), rp.Mode, RestartModeNames()...)
 	if rp.MaxFailures.Get() < 0 {
 		k.c.addf(join(path, "max_failures"), "must not be negative (0: unlimited), got %d", rp.MaxFailures.Get())
 	}
