@@ -34,7 +34,7 @@ const defaultLogLines = 100
 // listener (connlimit.go).
 const logBatchBytes = 64 << 10
 
-// serveLogs is GET /v1/logs?container=NAME&lines=N&follow=true (README "Logs").
+// serveLogs is GET /v1/logs?container=NAME&lines=N&follow=true (docs/reference.md "Logs").
 func (a *Server) serveLogs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	n := defaultLogLines

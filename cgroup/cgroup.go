@@ -61,7 +61,7 @@ func Read(root string) map[string]string {
 // selfCgroups is /proc/self/cgroup under root: controller list -> path ("" for v2's
 // "0::/path"). Under "/" it is read once, the first time, and kept: tend reads its
 // limits (OwnLimits) at launch and opens its tree (Open) a moment later, both from its
-// starting cgroup (SPEC §12.1), and on cgroup v2 Open then moves tend out of it. The map
+// starting cgroup (docs/reference.md "Cgroups and limits"), and on cgroup v2 Open then moves tend out of it. The map
 // is shared: callers only read it.
 func selfCgroups(root string) map[string]string {
 	if root != "/" {

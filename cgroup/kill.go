@@ -17,7 +17,7 @@ import (
 const killRecheck = 10 * time.Millisecond
 
 // Kill ends every process in the group, however it was started (setsid, double fork),
-// and returns when the group is empty or ctx ends (SPEC §12.3): the group is frozen so
+// and returns when the group is empty or ctx ends (docs/reference.md "Cgroups and limits"): the group is frozen so
 // nothing in it can fork, every process gets SIGKILL, and it is thawed so they die, until
 // empty. cgroup.kill is not used: since Linux 6.14 (kill_seq; seen on 6.18) a cgroup that
 // cgroup.kill was written to kills every process later started into it by clone3's

@@ -12,7 +12,7 @@ import (
 )
 
 // markXattrs are the extended attributes that name the instance (its real
-// instance.dir) whose tend made a <start>/containers or <start>/init (SPEC §18.5):
+// instance.dir) whose tend made a <start>/containers or <start>/init (docs/reference.md "What a container cannot make tend do"):
 // trusted.* where tend is root (only a process with CAP_SYS_ADMIN may set or read
 // it), else user.* (cgroup2 since Linux 5.7). The first that can be set is used; both
 // are read.

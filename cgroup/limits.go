@@ -8,7 +8,7 @@ import (
 )
 
 // Limits are what a container (or the instance, all containers together) may use
-// (SPEC §12.2). 0 is no limit.
+// (docs/reference.md "Cgroups and limits"). 0 is no limit.
 type Limits struct {
 	CPU    float64 // cores
 	Memory int64   // bytes

@@ -26,7 +26,7 @@ const (
 	ModeOff Mode = "off"
 )
 
-// Kinds of groups under tend's starting cgroup (SPEC §12.1).
+// Kinds of groups under tend's starting cgroup (docs/reference.md "Cgroups and limits").
 const (
 	KindContainers = "containers"
 	KindInit       = "init"
@@ -50,7 +50,7 @@ type place struct {
 }
 
 // Tree is where tend creates the cgroups of its containers: its starting cgroup in every
-// hierarchy it uses, or <start>/instance with instance.limits (SetLimits; SPEC §12.1). Mode is ModeOff, with Reason saying why, where it cannot.
+// hierarchy it uses, or <start>/instance with instance.limits (SetLimits; docs/reference.md "Cgroups and limits"). Mode is ModeOff, with Reason saying why, where it cannot.
 // A hybrid host is ModeV1 (its controllers, so its limits, are v1) with unified set.
 type Tree struct {
 	Mode    Mode
@@ -90,8 +90,8 @@ func Open(root, want string, self int) (*Tree, error) {
 	return OpenInstance(root, want, self, "")
 }
 
-// OpenInstance is Open for the instance whose real instance.dir is instance (SPEC
-// §18.5): it marks the <start>/containers and <start>/init it makes with it, and
+// OpenInstance is Open for the instance whose real instance.dir is instance (docs/reference.md
+// "What a container cannot make tend do"): it marks the <start>/containers and <start>/init it makes with it, and
 // first kills and removes whatever an earlier tend of the same instance left in them
 // (it crashed), whatever the groups' names. Groups another instance left there, or
 // that no tend marked, are not its own: the tree is off, with a reason naming them.
@@ -376,13 +376,13 @@ func (t *Tree) placeOf(dir string) int {
 }
 
 // InstanceGroup is the cgroup tend makes below its starting one when the spec sets
-// instance.limits (SPEC §12.1, §18.4): it holds /containers and /init, so the limits
+// instance.limits (docs/reference.md "Cgroups and limits" and "What a container cannot make tend do"): it holds /containers and /init, so the limits
 // bound all containers and init containers together, and never tend itself, which stays
 // in its starting cgroup (v2: its leaf <start>/tend). Without instance.limits there is
 // none and the groups are <start>/containers/NAME and <start>/init/NAME.
 const InstanceGroup = "instance"
 
-// SetLimits writes instance.limits (SPEC §12.2) to <start>/instance, which it makes in
+// SetLimits writes instance.limits (docs/reference.md "Cgroups and limits") to <start>/instance, which it makes in
 // every hierarchy used and moves the tree onto: the containers' and init containers'
 // groups are made below it from then on (call it before the first Group). It never
 // writes a limit to tend's starting cgroup: tend did not make that one, whatever

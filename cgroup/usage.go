@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Usage is what a container uses now (SPEC §12.4).
+// Usage is what a container uses now (docs/reference.md "Cgroups and limits").
 type Usage struct {
 	CPUSeconds  float64 // CPU time of all its processes, live and exited
 	MemoryBytes int64   // working set: memory in use minus inactive file pages

@@ -465,7 +465,7 @@ func exitText(x *status.Exit) string {
 }
 
 // limitsLine is the line status opens with when a container's limits could not be
-// applied (SPEC §12.7): with cgroups off, "cgroups off: <reason>; limits not applied
+// applied (docs/reference.md "Cgroups and limits"): with cgroups off, "cgroups off: <reason>; limits not applied
 // to <containers>"; "" when every limit applies.
 func limitsLine(doc status.Document) string {
 	var names []string

@@ -8,7 +8,7 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// describe prints every status field of the entry (SPEC §15.1): those a table has no
+// describe prints every status field of the entry (docs/reference.md "Events"): those a table has no
 // room for too, and the ones shown only when they say something.
 func TestPrintDetailShowsTheStatusFields(t *testing.T) {
 	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)

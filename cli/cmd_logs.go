@@ -16,7 +16,7 @@ import (
 	"github.com/tend-sh/tend/route"
 )
 
-// logsCommand is `tend logs [-f] [-n N] [--json] [NAME...]` (README "Logs").
+// logsCommand is `tend logs [-f] [-n N] [--json] [NAME...]` (docs/reference.md "Logs").
 func logsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "logs",

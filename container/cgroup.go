@@ -16,7 +16,7 @@ import (
 const groupKillTimeout = 5 * time.Second
 
 // OpenCgroup creates the container's cgroup, <start>/containers/NAME, and writes its
-// limits once (SPEC §12.1, §12.2). The supervisor calls it just before Run, when no
+// limits once (docs/reference.md "Cgroups and limits"). The supervisor calls it just before Run, when no
 // container of the same name runs any more: a reload builds a changed container while
 // the old one still runs, and Tree.Group kills what it finds in an existing group.
 // Each limit not applied is a warning here and makes limits_applied false; they are
@@ -63,7 +63,7 @@ func (c *Container) setCgroupStatus(path, notApplied string) {
 func (c *Container) Placement() *proc.Cgroup { return c.placed.Load() }
 
 // exited is closed once p has exited and everything else of its run has been killed
-// (SPEC §12.3, §12.7): the loop learns of the exit only then, so no exit count,
+// (docs/reference.md "Cgroups and limits"): the loop learns of the exit only then, so no exit count,
 // restart or destroy policy runs while a leftover of the run (a setsid daemon) lives
 // on. With a cgroup that is everything in it; without one (or while a start-first
 // update shares it with the other run) the run's process group and every process that

@@ -248,8 +248,8 @@ func (c *Container) Proceed() { c.send(&command{kind: cmdProceed}) }
 func (c *Container) Fail(reason string) { c.send(&command{kind: cmdFail, reason: reason}) }
 
 // Update hands the changed spec of next, a container a reload built to replace this
-// one and that never ran, to this container's loop (update: start_first, SPEC
-// §14.2): a running container starts a process of the new spec beside the old one
+// one and that never ran, to this container's loop (update: start_first, docs/reference.md
+// "Restarts without downtime"): a running container starts a process of the new spec beside the old one
 // (startfirst.go). It reports whether the container took it; one that is not running
 // does not, and the reload replaces it stop-first. next is never run either way.
 func (c *Container) Update(next *Container) bool {

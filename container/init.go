@@ -64,7 +64,7 @@ func (l *loop) runInit(ctx context.Context, s specState) error {
 			proc.Cmd{Env: proc.WithRunMark(cfg.Env, mark), Dir: cfg.Dir, Stdout: l.c.initWriter(name, cfg.Stdout), Stderr: l.c.initWriter(name, cfg.Stderr), Ident: sc.Identity(), Cgroup: l.c.Placement()},
 			restart.FromSpec(ic.TimeLimit), nil,
 			func(e proc.Exit, _ time.Duration) {
-				l.c.endInitRun(mark) // nothing it started outlives it (SPEC §19.4)
+				l.c.endInitRun(mark) // nothing it started outlives it (docs/reference.md "Running")
 				attempts++
 				ev := l.log.Info()
 				if !e.Success() {

@@ -17,7 +17,7 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-// Sockets are the listening sockets of a container (SPEC §14.1, systemd's socket
+// Sockets are the listening sockets of a container (docs/reference.md "Restarts without downtime", systemd's socket
 // activation, sd_listen_fds(3)). They are bound at the container's first start and
 // held across all its processes, so that connections made while no process runs
 // wait in the backlog; a reload that keeps the sockets of a changed container hands

@@ -13,7 +13,7 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// update: start_first (SPEC §14.2). A restart of a running container starts the new
+// update: start_first (docs/reference.md "Restarts without downtime"). A restart of a running container starts the new
 // process beside the old one, with the same sockets: the loop moves to rollout, the
 // new process is l.proc (its probes and signals are the run's), the old one waits in
 // l.ro. Once the new one is ready (its readiness probe or signal; without one, at

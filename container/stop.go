@@ -340,7 +340,7 @@ func (r *stopRun) signalHandler(tl restart.TimeLimit) {
 }
 
 // handler runs an exec or http_get stop handler until a try succeeds, then waits
-// wait_after_ms for the exit whatever the handler's result (SPEC §13.3: a handler
+// wait_after_ms for the exit whatever the handler's result (docs/reference.md "Stop sequence": a handler
 // that failed or timed out may still have started a graceful exit). It reports
 // whether the sequence goes on (to the TERM barrier): false once the process has exited.
 func (r *stopRun) handler(tl restart.TimeLimit) bool {

@@ -10,7 +10,7 @@ import (
 
 // issPorto converts the porto container of an ISS configuration: the limits in
 // its constraints become instance.limits (the whole instance was one porto container,
-// as tend's containers together are one cgroup subtree, SPEC §12.6); every other key
+// as tend's containers together are one cgroup subtree, docs/reference.md "Foreign formats"); every other key
 // is a warning of its own.
 func (c *conv) issPorto(y node) {
 	for _, f := range c.fields(y) {

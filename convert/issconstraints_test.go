@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// A porto container's constraints become instance.limits (SPEC §12.6); other keys,
+// A porto container's constraints become instance.limits (docs/reference.md "Foreign formats"); other keys,
 // and values that set no limit, are a warning each.
 func TestISSConstraints(t *testing.T) {
 	iss := func(constraints string) string {

@@ -164,7 +164,7 @@ func TestLogRingWakesWithoutBlocking(t *testing.T) {
 }
 
 // BenchmarkLineWriterRing is the cost the ring adds per line: run with and without it
-// (README "Logs" quotes the numbers). A full ring allocates nothing per line.
+// (docs/reference.md "Logs" quotes the numbers). A full ring allocates nothing per line.
 func BenchmarkLineWriterRing(b *testing.B) {
 	line := []byte(strings.Repeat("x", 99) + "\n")
 	for _, keep := range []int{-1, 1000} {

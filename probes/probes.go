@@ -41,7 +41,7 @@ type Target struct {
 	Env       []string
 	Dir       string
 	Ident     *spec.Identity // who exec handlers run as; nil: tend's user
-	// Cgroup is the container's cgroup, where exec handlers start (SPEC §12.1: every
+	// Cgroup is the container's cgroup, where exec handlers start (docs/reference.md "Cgroups and limits": every
 	// process of a container is in it); nil: tend's own.
 	Cgroup *proc.Cgroup
 }

@@ -20,7 +20,7 @@ import (
 // program start, and fork, outside them. The shim is tend itself (/proc/self/exe)
 // with shimArg0 as argv[0]: it joins the cgroup, sets the limits, drops to the user,
 // changes to the working directory and execve's the program. Other processes never
-// pay for it (README "Users and limits" has the cost).
+// pay for it (docs/reference.md "Identity and limits" has the cost).
 const shimArg0 = "tend-exec-shim"
 
 // Its argv: shimArg0, cgroup.procs files ("\n"-separated: /proc/self/cgroup is

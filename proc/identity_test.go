@@ -37,7 +37,7 @@ func TestShimStartErrors(t *testing.T) {
 }
 
 // BenchmarkStart is a start and exit of /bin/true, directly and through the shim
-// (README "Users and limits" quotes the difference).
+// (docs/reference.md "Identity and limits" quotes the difference).
 func BenchmarkStart(b *testing.B) {
 	for _, bc := range []struct {
 		name string

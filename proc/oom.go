@@ -17,9 +17,9 @@ const oomSelf = "/proc/self/oom_score_adj"
 var oomProtected = "-1000"
 
 // oomAdj keeps the kernel's OOM killer off tend while its containers stay as killable
-// as tend was when it started (SPEC §18.4; docs/reference.md "What a container cannot
-// make tend do"). The kernel copies oom_score_adj at fork, and syscall.ForkExec has no
-// step between fork and exec, so tend puts its own back to its starting value around
+// as tend was when it started (docs/reference.md "What a container cannot make tend
+// do"). The kernel copies oom_score_adj at fork, and syscall.ForkExec has no step
+// between fork and exec, so tend puts its own back to its starting value around
 // each fork (while any Start is forking) and to -1000 again once the last child has
 // exec'd: no child runs an instruction with -1000, and tend has it but while it forks.
 // Two writes of a kept descriptor per start, about 2 µs.

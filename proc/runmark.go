@@ -15,7 +15,7 @@ import (
 // RunMarkVar is the variable that marks every process of a container's run (its
 // command, what that starts, its init commands, probes and handlers) and of an init
 // container's run: TEND_RUN=<instance>/<name>/<run id>, the instance being its real
-// instance.dir (SPEC §12.7). Without cgroups it is how tend finds, when the run ends,
+// instance.dir (docs/reference.md "Cgroups and limits"). Without cgroups it is how tend finds, when the run ends,
 // the processes that left the run's process group (setsid, a double fork).
 const RunMarkVar = "TEND_RUN"
 
@@ -58,7 +58,7 @@ func KillMarked(mark string, timeout time.Duration) int {
 }
 
 // KillInstanceMarked kills every process tend can see that carries a mark of
-// instance: what an earlier tend of the instance left when it crashed (SPEC §18.5). It
+// instance: what an earlier tend of the instance left when it crashed (docs/reference.md "What a container cannot make tend do"). It
 // looks at every process (those orphans went elsewhere), once, at start.
 func KillInstanceMarked(instance string, timeout time.Duration) int {
 	return killMarked(func(v string) bool { return markInstance(v) == instance }, allPids, timeout)

@@ -194,7 +194,7 @@ func (m *Manager) reloadStatic(ctx context.Context, next *spec.Spec) error {
 }
 
 // StaticReload is a reload's new and changed static resources, fetched and verified
-// beside the old ones, which stay in place until Commit. A re-prepare (SPEC §13.1)
+// beside the old ones, which stay in place until Commit. A re-prepare (docs/reference.md "Resources on reload")
 // stages while everything runs and commits once the containers have stopped.
 type StaticReload struct {
 	m      *Manager

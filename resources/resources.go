@@ -20,7 +20,7 @@ type Options struct {
 	// Changed is called (without locks held) whenever a status entry changed.
 	Changed func()
 	// Cgroup is the cgroup of the named container, where its notify actions start
-	// (SPEC §12.1); nil, or a nil answer: tend's own.
+	// (docs/reference.md "Cgroups and limits"); nil, or a nil answer: tend's own.
 	Cgroup func(container string) *proc.Cgroup
 	// ConnectTimeout bounds establishing a connection; IdleTimeout is how long a
 	// download may go without receiving a byte (headers included) before the attempt

@@ -11,7 +11,7 @@ import (
 const DefaultFileMode = "0644"
 
 // File is a file tend writes into the instance before the init containers, at every
-// prepare (SPEC §13.2, docs/reference.md "Files"). Exactly one of Content and
+// prepare (docs/reference.md "Files"). Exactly one of Content and
 // FromFile is set.
 type File struct {
 	// Path is relative to instance.dir (and stays inside it), or absolute.

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Rlimit is one resource limit as written (README "Users and limits"): a number or
+// Rlimit is one resource limit as written (docs/reference.md "Identity and limits"): a number or
 // "unlimited" sets both; {soft, hard} sets each. Validation checks the values.
 type Rlimit struct {
 	Soft string `yaml:"soft" json:"soft"`

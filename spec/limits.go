@@ -10,7 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Values of Instance.Cgroups (SPEC §12.1).
+// Values of Instance.Cgroups (docs/reference.md "Cgroups and limits").
 const (
 	CgroupsAuto     = "auto"     // cgroups where tend can create them, else off with a reason
 	CgroupsRequired = "required" // tend exits 1 at start where it cannot
@@ -18,7 +18,7 @@ const (
 )
 
 // Limits are the cgroup limits of a container, or in instance.limits those of all
-// containers and init containers together (SPEC §12.2). A field not written is unset
+// containers and init containers together (docs/reference.md "Cgroups and limits"). A field not written is unset
 // (no limit); a written one holds the parsed value in canonical units, so consumers
 // and render never see the written form ("1500m", "512Mi").
 type Limits struct {

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Quantities of SPEC §12.2 limits: CPU in cores, memory in bytes, pids as a count. The
+// Quantities of docs/reference.md "Cgroups and limits" limits: CPU in cores, memory in bytes, pids as a count. The
 // parsers take what YAML decodes into an `any` (an int, a float64 or a string) and return
 // errors that say what is wrong with the value; the caller adds the field and line.
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Socket is one listening socket of a container (SPEC §14.1): tend binds Listen
+// Socket is one listening socket of a container (docs/reference.md "Restarts without downtime"): tend binds Listen
 // before the container's first start and passes it to every process of the container
 // by systemd's socket activation protocol (sd_listen_fds(3)).
 type Socket struct {

@@ -41,7 +41,7 @@ type Instance struct {
 	Rlimits map[string]Rlimit `yaml:"rlimits,omitempty" json:"rlimits,omitempty"`
 	// Cgroups says whether containers get cgroups (CgroupsAuto, the default,
 	// CgroupsRequired, CgroupsOff); Limits are all containers' and init containers'
-	// together (SPEC §12, limits.go).
+	// together (docs/reference.md "Cgroups and limits", limits.go).
 	Cgroups string `yaml:"cgroups,omitempty" json:"cgroups,omitempty"`
 	Limits  Limits `yaml:"limits,omitempty" json:"limits,omitzero"`
 	// Revision names this spec among the instance's revisions; KeepRevisions,
@@ -143,12 +143,12 @@ type Container struct {
 	Group   string            `yaml:"group,omitempty" json:"group,omitempty"`
 	Rlimits map[string]Rlimit `yaml:"rlimits,omitempty" json:"rlimits,omitempty"`
 	// Limits are the container's cgroup limits; MemoryRestart restarts it through its
-	// stop policy when its memory stays above it (SPEC §12.2 and §12.4, limits.go).
+	// stop policy when its memory stays above it (docs/reference.md "Cgroups and limits", limits.go).
 	Limits        Limits `yaml:"limits,omitempty" json:"limits,omitzero"`
 	MemoryRestart Bytes  `yaml:"memory_restart,omitempty" json:"memory_restart,omitzero"`
 	// Sockets are listening sockets tend binds and holds for the container's whole
-	// life, passed to each of its processes (SPEC §14.1, sockets.go); Update says how
-	// a restart replaces a process (SPEC §14.2).
+	// life, passed to each of its processes (docs/reference.md "Restarts without downtime", sockets.go); Update says how
+	// a restart replaces a process (docs/reference.md "Restarts without downtime").
 	Sockets []Socket `yaml:"sockets,omitempty" json:"sockets,omitempty"`
 	Update  string   `yaml:"update,omitempty" json:"update,omitempty"`
 

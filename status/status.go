@@ -248,15 +248,15 @@ type Container struct {
 	// term, kill or destroy. Empty outside stopping.
 	StopStep string `json:"stop_step,omitempty"`
 	// Cgroup is the container's cgroup as /proc/PID/cgroup shows it
-	// (<start>/containers/NAME), "" with cgroups off (SPEC §12.1).
+	// (<start>/containers/NAME), "" with cgroups off (docs/reference.md "Cgroups and limits").
 	Cgroup string `json:"cgroup"`
 	// LimitsApplied is false when a limit of the container could not be written (a
 	// warning at start says which and why); true otherwise, also without limits.
 	LimitsApplied bool `json:"limits_applied"`
 	// LimitsReason is why not, one "LIMIT: reason" per limit not applied ("; "
-	// between); "" while limits_applied is true (SPEC §12.7).
+	// between); "" while limits_applied is true (docs/reference.md "Cgroups and limits").
 	LimitsReason string `json:"limits_reason,omitempty"`
-	// Usage is what the container uses (SPEC §12.4), from its cgroup or /proc.
+	// Usage is what the container uses (docs/reference.md "Cgroups and limits"), from its cgroup or /proc.
 	Usage Usage `json:"usage"`
 }
 
@@ -340,7 +340,7 @@ type Document struct {
 	// were dropped instead of stalling supervision. Log files and `tend logs` have them.
 	ConsoleDroppedLines uint64 `json:"console_dropped_lines"`
 	LastHeartbeatTime   *Time  `json:"last_heartbeat_time,omitempty"`
-	// Cgroups says how containers are placed (SPEC §12.1).
+	// Cgroups says how containers are placed (docs/reference.md "Cgroups and limits").
 	Cgroups Cgroups `json:"cgroups"`
 }
 

@@ -2,7 +2,7 @@ package status
 
 import "fmt"
 
-// Usage is what a container uses (SPEC §12.4), at most 2 s old. CPUSeconds,
+// Usage is what a container uses (docs/reference.md "Cgroups and limits"), at most 2 s old. CPUSeconds,
 // MemoryBytes and Pids are of the current run (0 memory and pids between runs; CPU
 // keeps the last run's until the next starts); OOMKills counts every run's.
 type Usage struct {
@@ -10,7 +10,7 @@ type Usage struct {
 	MemoryBytes int64   `json:"memory_bytes"`
 	Pids        int64   `json:"pids"`
 	OOMKills    int64   `json:"oom_kills"`
-	// CPUPercent is tend's own, beyond SPEC's four: the CPU of the last second or so,
+	// CPUPercent is tend's own, beyond the four above: the CPU of the last second or so,
 	// in % of one core (the difference of two samples), for the status table.
 	CPUPercent float64 `json:"cpu_percent"`
 }

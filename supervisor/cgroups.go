@@ -18,8 +18,8 @@ import (
 // initKillTimeout bounds the kill of what an init container's run left in its cgroup.
 const initKillTimeout = 5 * time.Second
 
-// openCgroups decides where the containers' cgroups go (SPEC §12.1), after removing
-// what a crashed tend of this instance left there (§18.5), and writes instance.limits
+// openCgroups decides where the containers' cgroups go (docs/reference.md "Cgroups and limits"), after removing
+// what a crashed tend of this instance left there (docs/reference.md "What a container cannot make tend do"), and writes instance.limits
 // to <start>/instance, never to tend's starting cgroup. With `cgroups: required`, no cgroups or a
 // limit that cannot be written is an error (tend exits 1); otherwise each is a warning.
 func (sv *Supervisor) openCgroups() error {
@@ -32,8 +32,8 @@ func (sv *Supervisor) openCgroups() error {
 	sv.cgroups = tree
 	sv.mu.Unlock()
 	if tree.Mode == cgroup.ModeOff {
-		// What an earlier tend of the instance left running when it crashed (SPEC
-		// §18.5; with cgroups Open removed it with its groups). A look at every
+		// What an earlier tend of the instance left running when it crashed (docs/reference.md
+		// "What a container cannot make tend do"; with cgroups Open removed it with its groups). A look at every
 		// process, once.
 		if n := proc.KillInstanceMarked(realDir(sv.spec.Instance.Dir), initKillTimeout); n > 0 {
 			sv.log.Warn().Int("processes", n).Msg("killed the processes an earlier tend of this instance left")
@@ -131,7 +131,7 @@ func placeIn(g *cgroup.Group) *proc.Cgroup {
 }
 
 // emptyInitCgroup kills what a run of an init container left in its group (a setsid
-// daemon), before the run counts (SPEC §12.3).
+// daemon), before the run counts (docs/reference.md "Cgroups and limits").
 func (sv *Supervisor) emptyInitCgroup(g *cgroup.Group, name string) {
 	if g == nil {
 		return

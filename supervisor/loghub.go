@@ -9,7 +9,7 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-// logHub holds every container's and init container's LogRing by name (README "Logs"). A ring outlives
+// logHub holds every container's and init container's LogRing by name (docs/reference.md "Logs"). A ring outlives
 // the Container objects of its name (restarts, a reload that changes the
 // container), so history and followers carry on; a reload that removes the name
 // drops it. The API serves it (api/logs.go).

@@ -128,7 +128,7 @@ func (sv *Supervisor) runInitContainers(ctx context.Context, s *spec.Spec) error
 			restart.FromSpec(ic.TimeLimit),
 			func() { sv.setInit(i, func(st *status.InitContainer) { st.State = status.Running }) },
 			func(e proc.Exit, retryIn time.Duration) {
-				sv.emptyInitCgroup(g, ic.Name) // before the run counts (SPEC §12.3)
+				sv.emptyInitCgroup(g, ic.Name) // before the run counts (docs/reference.md "Cgroups and limits")
 				sv.killMarked(mark, ic.Name)
 				sv.initFinished(i, e, retryIn)
 			})

@@ -200,7 +200,7 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 	sv.stopReplaced(plan)
 }
 
-// startFirst hands each start_first update to its running container (SPEC §14.2),
+// startFirst hands each start_first update to its running container (docs/reference.md "Restarts without downtime"),
 // which then keeps running, and is kept; one that is not running is replaced
 // stop-first.
 func (sv *Supervisor) startFirst(p *reloadPlan) {

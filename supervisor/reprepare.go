@@ -14,7 +14,7 @@ import (
 )
 
 // A reload whose spec changes what preparing put in place (static resources, files,
-// init containers) re-prepares the instance (SPEC §13.1, docs/reference.md
+// init containers) re-prepares the instance (docs/reference.md "Resources on reload", docs/reference.md
 // "Reload"): a running process keeps the old binary or configuration it read at
 // start, so swapping files under it would leave it running the old one while
 // status looks healthy. The steps:

@@ -5,7 +5,7 @@ import (
 	"github.com/tend-sh/tend/spec"
 )
 
-// socketsFor are the listening sockets of a container of cs in spec s (SPEC §14.1):
+// socketsFor are the listening sockets of a container of cs in spec s (docs/reference.md "Restarts without downtime"):
 // those of the running container of that name when a reload keeps them unchanged, so
 // that the new process takes over the very sockets whose backlog holds the waiting
 // connections; new (bound at its first start) otherwise.

@@ -11,7 +11,7 @@ import (
 )
 
 // samplePeriod is how often the usage of the containers sampled is read: status shows
-// usage at most 2 s old, and memory_restart counts samples 1 s apart (SPEC §12.4).
+// usage at most 2 s old, and memory_restart counts samples 1 s apart (docs/reference.md "Cgroups and limits").
 const samplePeriod = time.Second
 
 // usageWatch is how long after a read of the usage (GET /v1/status, /v1/containers/NAME,
@@ -49,7 +49,7 @@ func (d *usageDemand) watched(now time.Time) bool {
 // freshUsage is called before the usage is shown: every container is sampled from now
 // on for usageWatch, and when none was sampled every second before, one sample of all
 // is taken now and handed to the loops before it returns (at most freshUsageWait), so
-// the usage shown is at most 2 s old (SPEC §12.4). Readers that come while that
+// the usage shown is at most 2 s old (docs/reference.md "Cgroups and limits"). Readers that come while that
 // sample is under way wait for it too. A CPU % after such a gap is the average over
 // the gap.
 func (sv *Supervisor) freshUsage() {

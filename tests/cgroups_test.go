@@ -153,7 +153,7 @@ containers:
 }
 
 // A setsid double-forked grandchild is killed with its run, before the restart
-// starts the next run (SPEC §12.3): the second run finds it dead.
+// starts the next run (docs/reference.md "Cgroups and limits"): the second run finds it dead.
 func TestGrandchildGoneBeforeRestart(t *testing.T) {
 	tp := start(t, `
 containers:
@@ -232,7 +232,7 @@ func TestTwoTendsInOneCgroup(t *testing.T) {
 	}
 }
 
-// instance.limits never go to tend's starting cgroup (SPEC §12.1, §18.4): that one is
+// instance.limits never go to tend's starting cgroup (docs/reference.md "Cgroups and limits" and "What a container cannot make tend do"): that one is
 // whatever launched tend (here the test's fresh cgroup, standing for a login shell's),
 // keeps its memory limit while tend runs and after it exits; the limit is on
 // <start>/instance, which holds the containers and not tend. tend's oom_score_adj is
@@ -304,7 +304,7 @@ func readTrim(t *testing.T, path string) string {
 
 // A tend killed with SIGKILL leaves its containers running in their groups; the next
 // tend of the same instance kills and removes them all at start, also those its spec
-// no longer has (SPEC §18.5). A tend of another instance started in the same cgroup
+// no longer has (docs/reference.md "What a container cannot make tend do"). A tend of another instance started in the same cgroup
 // meanwhile leaves them alone and runs with cgroups off, naming that instance.
 func TestLeftoversOfACrashedTendAreRemoved(t *testing.T) {
 	cg := needTestCgroup(t)

@@ -1,6 +1,6 @@
 package tests
 
-// files: (docs/reference.md "Files", SPEC §13.2): written before the init
+// files: (docs/reference.md "Files"): written before the init
 // containers, content substituted, from_file copied and never shown.
 
 import (

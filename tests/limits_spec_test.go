@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// `tend validate` takes every written form of the limits of SPEC §12, `tend render`
+// `tend validate` takes every written form of the limits of docs/reference.md "Cgroups and limits", `tend render`
 // writes them in canonical units (cores as a number, bytes as an integer) and its
 // output validates; an invalid quantity fails validate with SPEC:LINE, the field and
 // what is wrong with the value.

@@ -1,6 +1,6 @@
 package tests
 
-// Re-preparing on reload (docs/reference.md "Reload", SPEC §13.1): a reload that
+// Re-preparing on reload (docs/reference.md "Reload", docs/reference.md "Resources on reload"): a reload that
 // changes a static resource, files or init containers stops every container, puts
 // the new files in place, runs the init containers again and starts the containers
 // again. The processes record "WHAT CONTENT UNIX_NANOS" lines in {DIR}/events.

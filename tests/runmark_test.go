@@ -107,7 +107,7 @@ containers:
 
 // Without cgroups, what a tend killed with SIGKILL left running is found by its
 // instance's TEND_RUN mark and killed when the next tend of the instance starts, also
-// a container its spec no longer has (SPEC §18.5).
+// a container its spec no longer has (docs/reference.md "What a container cannot make tend do").
 func TestMarkedLeftoversOfACrashedTendAreKilled(t *testing.T) {
 	inst := t.TempDir()
 	listen := []string{"--listen", "unix:{DIR}/tend.sock"} // instance.dir is elsewhere

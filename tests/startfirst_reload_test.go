@@ -13,7 +13,7 @@ import (
 	"github.com/tend-sh/tend/status"
 )
 
-// update: start_first on a reload (SPEC §14.2): the changed spec's process starts
+// update: start_first on a reload (docs/reference.md "Restarts without downtime"): the changed spec's process starts
 // beside the running one, with the same sockets, and the old one stops only once the
 // new one is ready; a new version that fails leaves the old process and spec.
 

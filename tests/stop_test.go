@@ -269,7 +269,7 @@ func checkSpan(t *testing.T, what string, d, lo, hi time.Duration, tl timeline) 
 }
 
 // A failing exec stop handler is retried up to max_tries, a time_limit period apart;
-// wait_after_ms applies after the failure too (SPEC §13.3): the process, which stays,
+// wait_after_ms applies after the failure too (docs/reference.md "Stop sequence"): the process, which stays,
 // gets SIGTERM only once it is over, and SIGKILL after term_timeout_ms as it ignores
 // SIGTERM; tend still exits 0.
 func TestStopExecHandlerRetriesThenTermThenKill(t *testing.T) {
@@ -310,7 +310,7 @@ containers:
 }
 
 // A stop handler that fails (it asks the process to quit, then exits 1) is still
-// followed by wait_after_ms (SPEC §13.3): the process exits by itself within it and
+// followed by wait_after_ms (docs/reference.md "Stop sequence"): the process exits by itself within it and
 // never gets SIGTERM.
 func TestStopFailedHandlerThenExitWithinWaitAfter(t *testing.T) {
 	tp, _ := startStop(t, `
