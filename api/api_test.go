@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"net"
 	"net/http"
 	"strings"
@@ -58,9 +59,9 @@ func TestConnBudget(t *testing.T) {
 	}
 }
 
-// A listener at its cap whose connections are all being served accepts again once a
-// connection closes, and only then; the cap is logged once; Close releases an Accept
-// that waits.
+// A listener at its cap whose connections are all being served answers a further
+// client 503 at once and closes it (it never waits in the backlog), and accepts again
+// once a connection closes; the cap is logged once; Close ends Accept.
 func TestLimitListener(t *testing.T) {
 	var logged testutil.SyncBuffer
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
@@ -82,38 +83,50 @@ func TestLimitListener(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	for range 4 {
+	dial := func() net.Conn {
 		c, err := net.Dial("tcp", inner.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
+		t.Cleanup(func() { c.Close() })
+		return c
 	}
+	// shed checks that c is answered 503 and closed, and never accepted.
+	shed := func(c net.Conn) {
+		t.Helper()
+		c.Write([]byte("GET /v1/live HTTP/1.1\r\nHost: x\r\n\r\n"))
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("a client over the cap: %v %v, want 503 at once", resp, err)
+		}
+		select {
+		case <-accepted:
+			t.Fatal("accepted a connection over the cap of 2")
+		default:
+		}
+	}
+	dial()
+	dial()
 	first := <-accepted
 	<-accepted
-	select {
-	case <-accepted:
-		t.Fatal("accepted a third connection over the cap of 2")
-	case <-time.After(200 * time.Millisecond):
-	}
+	shed(dial())
 	first.Close()
 	first.Close() // a second Close returns no second token
+	dial()
 	third := <-accepted
-	select {
-	case <-accepted:
-		t.Fatal("accepted a fourth connection over the cap")
-	case <-time.After(200 * time.Millisecond):
-	}
+	shed(dial())
 	if n := strings.Count(logged.String(), "API connection cap reached"); n != 1 {
 		t.Errorf("cap logged %d times, want once: %s", n, logged.String())
 	}
 	third.Close()
+	dial()
 	<-accepted
 	ln.Close()
 	select {
 	case <-acceptDone:
 	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not end a waiting Accept")
+		t.Fatal("Close did not end Accept")
 	}
 }
 
@@ -150,7 +163,8 @@ func TestLimitListenerClosesIdleConnections(t *testing.T) {
 // At the cap, connections whose clients send nothing useful are closed to make room,
 // the one that waited longest first: here clients that announced a body and never
 // sent it (their handler ran; the server waits for the body) and one that sent
-// nothing at all. A fresh client is answered at once, and the cap is logged.
+// nothing at all. Until they have waited reclaimAfter a fresh client is told 503 at
+// once; then it is answered, and the cap is logged.
 func TestLimitListenerReclaimsQuietClients(t *testing.T) {
 	var logged testutil.SyncBuffer
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
@@ -192,20 +206,31 @@ func TestLimitListenerReclaimsQuietClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer silent.Close()
-	for i := range 3 {
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; i < 3; {
 		client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 		resp, err := client.Get("http://" + addr + "/")
 		if err != nil {
 			t.Fatalf("request %d with the cap held by quiet clients: %v", i, err)
 		}
 		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusOK:
+			i++
+		case resp.StatusCode != http.StatusServiceUnavailable:
+			t.Fatalf("request %d: %d, want 200, or 503 while the quiet clients are young", i, resp.StatusCode)
+		case time.Now().After(deadline):
+			t.Fatalf("request %d still told 503 after 5 s: the quiet clients were not closed", i)
+		default:
+			time.Sleep(50 * time.Millisecond) // polling with a deadline: the quiet clients age
+		}
 	}
 	// The oldest quiet client went first.
 	quiet[0].SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := quiet[0].Read(make([]byte, 1)); err == nil {
 		t.Error("the quiet client that waited longest is still connected")
 	}
-	if !strings.Contains(logged.String(), "closed the connection that waited longest") {
-		t.Errorf("closing quiet clients was not logged: %s", logged.String())
+	if !strings.Contains(logged.String(), "API connection cap reached") {
+		t.Errorf("the cap was not logged: %s", logged.String())
 	}
 }

@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -25,10 +28,12 @@ import (
 // The rest of the limit is the reserve of supervision. At a cap, when a new client
 // comes, a connection that waits for its client is closed to make room: an idle
 // keep-alive one (its client reconnects), else the one that has waited longest (at
-// least reclaimAfter) with no request sent yet, or a body it announced not sent. Only connections whose request is being served count
-// for good; when all are, the listener stops accepting and further clients wait in
-// the kernel's backlog, costing tend nothing, until a connection ends. So clients
-// that send nothing useful cannot hold the API: a probe of /v1/live always gets in.
+// least reclaimAfter) with no request sent yet, or a body it announced not sent. When
+// none can go, the new client is shed at once: accepted, answered 503 and closed.
+// The listener never stops accepting, so a short request never waits in the kernel's
+// backlog behind clients over the cap (300 log readers that never read once held
+// /v1/live there past 3 s). So clients that send nothing useful cannot hold the API:
+// a probe of /v1/live gets in, or is told 503 at once.
 //
 // GET /v1/logs (long answers, followers that stay) is served to at most half of a
 // unix socket's connections, and to maxTCPLogReaders over all TCP listeners: the
@@ -68,7 +73,7 @@ func newConnBudget(fdLimit uint64) *connBudget {
 // connections from connContext, wrap its handler in serving and report its
 // connections' states to trackIdle (its ConnState).
 func (b *connBudget) limit(ln net.Listener, addr string, isUnix bool, log zerolog.Logger) *limitListener {
-	l := &limitListener{Listener: ln, done: make(chan struct{}), log: log.With().Str("listen", addr).Logger()}
+	l := &limitListener{Listener: ln, shedding: make(chan struct{}, maxShedding), log: log.With().Str("listen", addr).Logger()}
 	if isUnix {
 		l.pools = []*connPool{newConnPool(unixConnsPerListener)}
 		l.logReaders = make(chan struct{}, unixLogReaders)
@@ -83,14 +88,13 @@ func (b *connBudget) limit(ln net.Listener, addr string, isUnix bool, log zerolo
 // that wait for their client (no request being served), which may be closed to
 // make room.
 type connPool struct {
-	tokens        chan struct{}
-	becameWaiting chan struct{} // a connection began to wait (coalesced)
-	mu            sync.Mutex
-	waiting       map[*limitConn]struct{}
+	tokens  chan struct{}
+	mu      sync.Mutex
+	waiting map[*limitConn]struct{}
 }
 
 func newConnPool(size int) *connPool {
-	return &connPool{tokens: make(chan struct{}, size), becameWaiting: make(chan struct{}, 1), waiting: map[*limitConn]struct{}{}}
+	return &connPool{tokens: make(chan struct{}, size), waiting: map[*limitConn]struct{}{}}
 }
 
 // reclaimAfter is how long a client that is not an idle keep-alive one may wait
@@ -100,8 +104,8 @@ const reclaimAfter = time.Second
 
 // reclaim closes a connection that waits for its client, returning its token: the
 // idle keep-alive one that has waited longest, else the quiet one that has (once it
-// has waited reclaimAfter; until then wait says how long). idle tells which.
-func (p *connPool) reclaim(now time.Time) (closed, idle bool, wait time.Duration) {
+// has waited reclaimAfter). idle tells which.
+func (p *connPool) reclaim(now time.Time) (closed, idle bool) {
 	p.mu.Lock()
 	var victim *limitConn
 	for c := range p.waiting {
@@ -112,100 +116,128 @@ func (p *connPool) reclaim(now time.Time) (closed, idle bool, wait time.Duration
 	}
 	if victim != nil {
 		idle = victim.idle.Load()
-		if wait = time.Unix(0, victim.since.Load()).Add(reclaimAfter).Sub(now); !idle && wait > 0 {
+		if !idle && now.Sub(time.Unix(0, victim.since.Load())) < reclaimAfter {
 			victim = nil
 		}
 	}
 	delete(p.waiting, victim) // whatever Close does, never picked twice
 	p.mu.Unlock()
 	if victim == nil {
-		return false, false, wait
+		return false, false
 	}
 	victim.Close()
-	return true, idle, 0
+	return true, idle
 }
 
-// A listener logs that it is at its cap when a client has waited capWarnAfter, and
-// again at most every capWarnEvery while clients keep it there.
-const (
-	capWarnAfter = 100 * time.Millisecond
-	capWarnEvery = time.Minute
-)
+// A listener logs that it is at its cap at most every capWarnEvery while clients
+// keep it there.
+const capWarnEvery = time.Minute
 
 // limitListener accepts a connection only with a token of each of its pools (its own
-// and, for TCP, the shared one); closing the connection returns them.
+// and, for TCP, the shared one); closing the connection returns them. A client it
+// has no token for is shed.
 type limitListener struct {
 	net.Listener
 	pools      []*connPool
 	logReaders chan struct{} // a token per GET /v1/logs call being served
-	done       chan struct{} // closed by Close: a waiting Accept gives up
-	closeOnce  sync.Once
+	shedding   chan struct{} // a token per shed connection still being closed
 	log        zerolog.Logger
 	warned     time.Time // when the cap was last logged; Accept's alone
 }
 
 // It accepts before it takes the tokens: a connection is closed to make room only
-// for a client that is there. While every connection is being served it holds that
-// one client's connection, the others wait in the backlog.
+// for a client that is there, and a client over the cap is answered at once.
 func (l *limitListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if lc := l.admit(c); lc != nil {
+			return lc, nil
+		}
 	}
+}
+
+// admit takes a token of each pool for c, or sheds c (nil).
+func (l *limitListener) admit(c net.Conn) *limitConn {
 	for i, p := range l.pools {
 		if !l.acquire(p) {
 			for _, held := range l.pools[:i] {
 				<-held.tokens
 			}
-			c.Close()
-			return nil, net.ErrClosed
+			l.warnFull(p, "clients over it are answered 503")
+			l.shed(c)
+			return nil
 		}
 	}
 	lc := &limitConn{Conn: c, pools: l.pools, logReaders: l.logReaders}
 	lc.setWaiting(true) // for its first request
-	return lc, nil
+	return lc
 }
 
 // acquire takes a token of p: at once, or by closing a connection that waits for its
-// client (reclaim), or once a connection ends or begins to wait. It is false when the
-// listener was closed meanwhile.
+// client (reclaim); false when every connection is being served or about to be.
 func (l *limitListener) acquire(p *connPool) bool {
-	var warn <-chan time.Time
 	for {
 		select {
 		case p.tokens <- struct{}{}:
 			return true
 		default:
 		}
-		closed, idle, wait := p.reclaim(time.Now())
-		if closed {
-			if !idle {
-				l.warnFull(p, "closed the connection that waited longest for its client to make room")
-			}
-			continue
-		}
-		var reclaimable <-chan time.Time
-		if wait > 0 {
-			reclaimable = time.After(wait)
-		}
-		if warn == nil && reclaimable == nil {
-			// Not at once: a connection that just answered becomes idle a moment later.
-			// Not while a quiet client is about to make room either: that is logged then.
-			t := time.NewTimer(capWarnAfter)
-			defer t.Stop()
-			warn = t.C
-		}
-		select {
-		case p.tokens <- struct{}{}:
-			return true
-		case <-p.becameWaiting:
-		case <-reclaimable:
-		case <-warn:
-			l.warnFull(p, "new clients wait until a connection closes")
-		case <-l.done:
+		closed, idle := p.reclaim(time.Now())
+		if !closed {
 			return false
 		}
+		if !idle {
+			l.warnFull(p, "closed the connection that waited longest for its client to make room")
+		}
 	}
+}
+
+// What a client over the cap gets, written without waiting for its request.
+const (
+	shedAnswer = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n" +
+		"Retry-After: 1\r\nConnection: close\r\nContent-Length: 64\r\n\r\n" +
+		`{"error":"too many API connections on this listener; try again"}`
+	shedTimeout = 500 * time.Millisecond
+	maxShedding = 64
+)
+
+// shed answers c 503 and closes it, by at most maxShedding goroutines at once
+// (past that, c is closed at once). It reads the request first, for shedTimeout at
+// most: an answer before the request puzzles an HTTP client ("unsolicited
+// response"), and a TCP connection closed with unread data is reset, which could
+// lose the answer.
+func (l *limitListener) shed(c net.Conn) {
+	select {
+	case l.shedding <- struct{}{}:
+	default:
+		c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-l.shedding }()
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(shedTimeout))
+		r := bufio.NewReaderSize(io.LimitReader(c, 64<<10), 4096)
+		for {
+			line, err := r.ReadSlice('\n')
+			if err != nil && err != bufio.ErrBufferFull {
+				break
+			}
+			if len(bytes.TrimRight(line, "\r\n")) == 0 {
+				break // the end of the request's head
+			}
+		}
+		if _, err := io.WriteString(c, shedAnswer); err != nil {
+			return
+		}
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_, _ = io.Copy(io.Discard, r) // its body, if any, until the deadline
+	}()
 }
 
 // warnFull logs that a cap is reached and what was done about it.
@@ -220,11 +252,6 @@ func (l *limitListener) warnFull(p *connPool, what string) {
 		which = "the TCP listeners' shared"
 	}
 	l.log.Warn().Int("max_connections", cap(p.tokens)).Msgf("API connection cap reached (%s); %s", which, what)
-}
-
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
 }
 
 // trackIdle is the ConnState of a server on a limitListener: it tells idle keep-alive
@@ -295,12 +322,6 @@ func (c *limitConn) setWaiting(waiting bool) {
 			delete(p.waiting, c)
 		}
 		p.mu.Unlock()
-		if waiting {
-			select {
-			case p.becameWaiting <- struct{}{}:
-			default:
-			}
-		}
 	}
 }
 
