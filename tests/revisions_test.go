@@ -2,7 +2,9 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,5 +195,78 @@ func TestRevisionPushedSurvivesRestart(t *testing.T) {
 	d := again.waitStatus(10*time.Second, "v2 ready after the restart", func(d status.Document) bool { return d.Revision == "v2" && d.Ready.True() })
 	if v1 := revisionEntry(d, "v1"); v1.ID != "v1" || v1.Active || !v1.Installed.True() || d.SpecFileRevision != "v1" {
 		t.Errorf("after the restart: revisions %+v, spec_file_revision %q; want v1 kept, inactive, and named as the file's", d.Revisions, d.SpecFileRevision)
+	}
+}
+
+// The revision routes as a client meets them: a PUT of an invalid spec is 422 with
+// every error and its line and lists nothing; a dry run says what would restart and
+// why and changes nothing; the same id with other content is 409; DELETE of the active
+// revision is 409, of an unknown one 404, of an inactive one 200; a rollback with no
+// stable revision to go to is 409.
+func TestRevisionAPI(t *testing.T) {
+	tp := start(t, revisionSpec("v1", "0s", "up", "up"))
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	call := func(method, path, body string) (int, string) {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, _ := http.NewRequest(method, "http://tend"+path, rd)
+		resp, err := tp.client().Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := call("POST", "/v1/rollback", ""); code != 409 || !strings.Contains(body, "no stable revision") {
+		t.Errorf("rollback with nothing to go to: %d %s", code, body)
+	}
+	bad := "containers:\n  - name: web\n    command: \"\"\n    restart_policy: {backoff: 0.5}\n"
+	code, body := call("PUT", "/v1/revisions/bad", bad)
+	var invalid struct {
+		Errors []struct {
+			Line int    `json:"line"`
+			Path string `json:"path"`
+		} `json:"errors"`
+	}
+	json.Unmarshal([]byte(body), &invalid)
+	if code != 422 || len(invalid.Errors) != 2 || invalid.Errors[0].Line != 3 || invalid.Errors[1].Line != 4 {
+		t.Errorf("PUT of an invalid spec: %d %s; want 422 with both errors and their lines", code, body)
+	}
+	changed := strings.Replace(revisionSpec("v2", "0s", "up", "up"), "exec sleep 1000", "exec sleep 1001", 1)
+	code, body = call("PUT", "/v1/revisions/v2?dry_run=1", changed)
+	var plan status.ApplyPlan
+	json.Unmarshal([]byte(body), &plan)
+	if code != 200 || len(plan.Restart) != 1 || plan.Restart[0] != (status.RestartReason{Name: "web", Field: "command"}) {
+		t.Errorf("dry run: %d %s; want web restarted because of its command", code, body)
+	}
+	d, _ := tp.status()
+	if d.Revision != "v1" || len(d.Revisions) != 1 {
+		t.Errorf("after a dry run and an invalid spec: revision %s, %d revisions; want v1 alone", d.Revision, len(d.Revisions))
+	}
+	if code, body := call("PUT", "/v1/revisions/v2", changed); code != 200 {
+		t.Fatalf("PUT v2: %d %s", code, body)
+	}
+	tp.waitStatus(10*time.Second, "v2 active", func(d status.Document) bool { return d.Revision == "v2" })
+	if code, body := call("PUT", "/v1/revisions/v2", changed+"# other\n"); code != 409 {
+		t.Errorf("PUT v2 with other content: %d %s; want 409", code, body)
+	}
+	if code, _ := call("DELETE", "/v1/revisions/v2", ""); code != 409 {
+		t.Errorf("DELETE of the active revision: %d, want 409", code)
+	}
+	if code, _ := call("DELETE", "/v1/revisions/nope", ""); code != 404 {
+		t.Errorf("DELETE of an unknown revision: %d, want 404", code)
+	}
+	if code, body := call("DELETE", "/v1/revisions/v1", ""); code != 200 {
+		t.Errorf("DELETE of v1: %d %s", code, body)
+	}
+	if _, err := os.Stat(filepath.Join(tp.dir, ".tend/revisions/v1")); !os.IsNotExist(err) {
+		t.Errorf("v1's store is still there after DELETE: %v", err)
+	}
+	if code, _ := call("POST", "/v1/revisions/v1/activate", ""); code != 404 {
+		t.Errorf("activate of a deleted revision: %d, want 404", code)
 	}
 }
