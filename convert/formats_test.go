@@ -253,6 +253,10 @@ func TestISSMapping(t *testing.T) {
 	if s.Instance.Name != "18080@localhost" || s.Instance.Port.Get() != 18080 {
 		t.Errorf("instance %+v", s.Instance)
 	}
+	// configurationId names the revision (its '#' becomes '-').
+	if s.Instance.Revision != "web-search-1700000000000" {
+		t.Errorf("configurationId web-search#1700000000000: instance.revision %q", s.Instance.Revision)
+	}
 	if want := map[string]string{"a_geo": "sas", "shard_name": "web-000"}; !reflect.DeepEqual(s.Instance.Vars, want) {
 		t.Errorf("vars %v", s.Instance.Vars)
 	}

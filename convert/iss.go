@@ -134,7 +134,9 @@ func (c *conv) issField(f field) {
 			c.issSlot(v, src)
 		}
 	case "configurationId":
-		c.drop("", src, "informational; tend names a spec by its revision")
+		if v, ok := c.str(f.val); ok {
+			c.issRevision(v, src)
+		}
 	case "container":
 		c.issPorto(f.val)
 	case "properties":
@@ -142,6 +144,32 @@ func (c *conv) issField(f field) {
 	default:
 		c.unknown("", src)
 	}
+}
+
+// issRevision makes configurationId the spec's revision id (docs/reference.md
+// "Updates and rollback"); a character an id cannot hold (ISS writes NAME#TIMESTAMP)
+// becomes '-', with a warning.
+func (c *conv) issRevision(id string, src Source) {
+	b := []byte(id)
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-') {
+			b[i] = '-'
+		}
+	}
+	rev := string(b)
+	if len(rev) > spec.MaxRevisionLen {
+		rev = rev[:spec.MaxRevisionLen]
+	}
+	if !spec.ValidRevision(rev) {
+		c.drop("", src, "not usable as a revision id")
+		return
+	}
+	c.s.Instance.Revision = rev
+	if rev != id {
+		c.approx("instance.revision", src, "revision %q: a revision id holds only A-Z a-z 0-9 . _ -", rev)
+		return
+	}
+	c.from("instance.revision", src)
 }
 
 // issSlot is the instance's name; a slot ending in :PORT also gives instance.port.
