@@ -36,7 +36,6 @@ type activation struct {
 	id         string
 	source     string
 	byRollback bool
-	data       []byte // the spec's bytes, kept in its store
 }
 
 // revState is the supervisor's part of the revisions, owned by the main loop (the
@@ -238,15 +237,6 @@ func (sv *Supervisor) admit(next *spec.Spec, source string, data []byte, name st
 	}
 	rs.activating = &activation{id: id, source: source}
 	return true, nil
-}
-
-// clearReloadError clears reload_error after a reload that changed nothing but was
-// valid.
-func (sv *Supervisor) clearReloadError() {
-	sv.mu.Lock()
-	sv.reloadErr = ""
-	sv.mu.Unlock()
-	sv.notify()
 }
 
 // activate begins switching to an installed revision (tend activate, a rollback) by
