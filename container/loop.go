@@ -25,7 +25,7 @@ import (
 //	initializing     init commands run (l.initDone is their result)
 //	running          the process runs (l.proc), probes with it
 //	backoff          the process exited; the timer starts it again
-//	completed        the process exited and is not restarted (mode never/on_failure)
+//	completed        the process exited and its restart mode does not restart it
 //	stopping         a stop sequence runs (l.stop), then stopped: target_state removed
 //	restarting       a stop sequence runs, then the container begins again
 //	shutting down    a stop sequence runs (a Shutdown), then the loop ends
@@ -39,7 +39,8 @@ import (
 //
 // Every event (exit, probe result, timer, init result, stop progress, command) is
 // handled in events.go by a function that switches on the state and ignores what
-// came too late.
+// came too late. Which of backoff, completed and failed follows a run is not the
+// loop's to say: restart.Decide says it (carryOut), the loop carries it out.
 type state int
 
 const (
