@@ -186,10 +186,10 @@ func (sv *Supervisor) storedSpec(id string) (*spec.Spec, error) {
 func (sv *Supervisor) admit(next *spec.Spec, source string, data []byte, name string) (bool, error) {
 	rs := &sv.rev
 	id, content := next.Revision(), next.ContentDigest()
+	sv.mu.Lock() // the status reads fileRev
 	if source == revisions.SourceFile {
 		rs.fileRev, rs.fileDigest = id, next.FileDigest()
 	}
-	sv.mu.Lock()
 	verdict := revisions.Admit(&sv.revs, id, content)
 	sv.mu.Unlock()
 	switch verdict {
