@@ -104,8 +104,8 @@ const reclaimAfter = time.Second
 
 // reclaim closes a connection that waits for its client, returning its token: the
 // idle keep-alive one that has waited longest, else the quiet one that has (once it
-// has waited reclaimAfter). idle tells which.
-func (p *connPool) reclaim(now time.Time) (closed, idle bool) {
+// has waited reclaimAfter; until then wait says how long). idle tells which.
+func (p *connPool) reclaim(now time.Time) (closed, idle bool, wait time.Duration) {
 	p.mu.Lock()
 	var victim *limitConn
 	for c := range p.waiting {
@@ -116,17 +116,18 @@ func (p *connPool) reclaim(now time.Time) (closed, idle bool) {
 	}
 	if victim != nil {
 		idle = victim.idle.Load()
-		if !idle && now.Sub(time.Unix(0, victim.since.Load())) < reclaimAfter {
-			victim = nil
+		if wait = time.Unix(0, victim.since.Load()).Add(reclaimAfter).Sub(now); !idle && wait > 0 {
+			p.mu.Unlock()
+			return false, false, wait
 		}
 	}
 	delete(p.waiting, victim) // whatever Close does, never picked twice
 	p.mu.Unlock()
 	if victim == nil {
-		return false, false
+		return false, false, 0
 	}
 	victim.Close()
-	return true, idle
+	return true, idle, 0
 }
 
 // A listener logs that it is at its cap at most every capWarnEvery while clients
@@ -177,7 +178,11 @@ func (l *limitListener) admit(c net.Conn) *limitConn {
 }
 
 // acquire takes a token of p: at once, or by closing a connection that waits for its
-// client (reclaim); false when every connection is being served or about to be.
+// client (reclaim) — when the one that waited longest is a quiet client that has not
+// waited reclaimAfter yet, Accept waits for that (at most reclaimAfter, a token freed
+// meanwhile ends it), so that clients that announce a body and never send it cannot
+// keep a probe out. False when every connection is being served: the client is shed
+// at once rather than left in the backlog behind others.
 func (l *limitListener) acquire(p *connPool) bool {
 	for {
 		select {
@@ -185,12 +190,21 @@ func (l *limitListener) acquire(p *connPool) bool {
 			return true
 		default:
 		}
-		closed, idle := p.reclaim(time.Now())
-		if !closed {
-			return false
-		}
-		if !idle {
+		closed, idle, wait := p.reclaim(time.Now())
+		switch {
+		case closed && !idle:
 			l.warnFull(p, "closed the connection that waited longest for its client to make room")
+		case closed:
+		case wait <= 0:
+			return false
+		default:
+			t := time.NewTimer(wait)
+			select {
+			case p.tokens <- struct{}{}:
+				t.Stop()
+				return true
+			case <-t.C:
+			}
 		}
 	}
 }
