@@ -21,11 +21,6 @@ import (
 // The commands of a running tend's revisions (docs/reference.md "Updates and
 // rollback"): revisions, apply, activate, rollback.
 
-var (
-	timeoutFlag = &cli.DurationFlag{Name: "timeout", Value: 60 * time.Second, Usage: "how long to wait until it is switched and ready"}
-	noWaitFlag  = &cli.BoolFlag{Name: "no-wait", Usage: "return as soon as tend has begun"}
-)
-
 // revisionsCommand is `tend revisions [--json]`.
 func revisionsCommand() *cli.Command {
 	return &cli.Command{
@@ -83,13 +78,17 @@ func applyCommand() *cli.Command {
 		Name:      "apply",
 		Usage:     "install a spec as a revision of a running tend (and activate it with activate: auto)",
 		ArgsUsage: "FILE",
-		Flags: []cli.Flag{listenFlag, tokenFlag, timeoutFlag, noWaitFlag, varFlag,
-			&cli.BoolFlag{Name: "dry-run", Usage: "change nothing; print what activating it would do"}},
+		Flags: append([]cli.Flag{listenFlag, tokenFlag, varFlag,
+			&cli.BoolFlag{Name: "dry-run", Usage: "change nothing; print what activating it would do"}}, waitFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return fail(2, "apply: expected a FILE argument (usage: tend apply [--dry-run] FILE)")
 			}
 			if err := extraArgs(c, 1); err != nil {
+				return err
+			}
+			timeout, err := waitTimeout(c)
+			if err != nil {
 				return err
 			}
 			path := c.Args().First()
@@ -107,7 +106,7 @@ func applyCommand() *cli.Command {
 				return fail(1, "apply: %v", err)
 			}
 			a := newAPI(c)
-			before, _ := currentStatus(a)
+			before, _ := a.status()
 			q := url.Values{"name": {filepath.Base(path)}}
 			if c.Bool("dry-run") {
 				q.Set("dry_run", "1")
@@ -125,10 +124,10 @@ func applyCommand() *cli.Command {
 				return nil
 			}
 			fmt.Printf("apply: revision %s installed\n", id)
-			if c.Bool("no-wait") || manual || before.Revision == id {
+			if timeout == 0 || manual || before.Revision == id {
 				return nil
 			}
-			return waitSwitched(a, c.Duration("timeout"), func(d status.Document) bool { return d.Revision == id }, id)
+			return waitSwitched(a, timeout, func(d status.Document) bool { return d.Revision == id }, id)
 		},
 	}
 }
@@ -161,12 +160,16 @@ func activateCommand() *cli.Command {
 		Name:      "activate",
 		Usage:     "switch a running tend to an installed revision",
 		ArgsUsage: "ID",
-		Flags:     []cli.Flag{listenFlag, tokenFlag, timeoutFlag, noWaitFlag},
+		Flags:     append([]cli.Flag{listenFlag, tokenFlag}, waitFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return fail(2, "activate: expected a revision ID (usage: tend activate ID)")
 			}
 			if err := extraArgs(c, 1); err != nil {
+				return err
+			}
+			timeout, err := waitTimeout(c)
+			if err != nil {
 				return err
 			}
 			id := c.Args().First()
@@ -175,10 +178,10 @@ func activateCommand() *cli.Command {
 				return err
 			}
 			fmt.Printf("activate: switching to %s\n", id)
-			if c.Bool("no-wait") {
+			if timeout == 0 {
 				return nil
 			}
-			return waitSwitched(a, c.Duration("timeout"), func(d status.Document) bool { return d.Revision == id }, id)
+			return waitSwitched(a, timeout, func(d status.Document) bool { return d.Revision == id }, id)
 		},
 	}
 }
@@ -188,13 +191,17 @@ func rollbackCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "rollback",
 		Usage: "switch a running tend back to its last stable revision",
-		Flags: []cli.Flag{listenFlag, tokenFlag, timeoutFlag, noWaitFlag},
+		Flags: append([]cli.Flag{listenFlag, tokenFlag}, waitFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := extraArgs(c, 0); err != nil {
 				return err
 			}
+			timeout, err := waitTimeout(c)
+			if err != nil {
+				return err
+			}
 			a := newAPI(c)
-			before, err := currentStatus(a)
+			before, err := a.status()
 			if err != nil {
 				return err
 			}
@@ -202,10 +209,10 @@ func rollbackCommand() *cli.Command {
 				return err
 			}
 			fmt.Printf("rollback: switching from %s\n", before.Revision)
-			if c.Bool("no-wait") {
+			if timeout == 0 {
 				return nil
 			}
-			return waitSwitched(a, c.Duration("timeout"), func(d status.Document) bool { return d.Revision != before.Revision }, "the last stable revision")
+			return waitSwitched(a, timeout, func(d status.Document) bool { return d.Revision != before.Revision }, "the last stable revision")
 		},
 	}
 }
@@ -222,48 +229,34 @@ func activeReady(d status.Document) bool {
 	return true // a tend without revisions
 }
 
-// currentStatus reads the status document.
-func currentStatus(a *api) (status.Document, error) {
-	var d status.Document
-	body, err := a.call(route.Status, "")
-	if err != nil {
-		return d, err
-	}
-	if err := json.Unmarshal(body, &d); err != nil {
-		return d, fail(1, "bad status from %s: %v", a.addr, err)
-	}
-	return d, nil
-}
-
-// waitSwitched polls the status until switched holds and the instance is ready, for
-// at most timeout (exit 1 saying what it waited for).
+// waitSwitched polls the status until switched holds and the instance and its
+// active revision are ready, for at most timeout (exit 1 saying what it waits for);
+// revision what rolled back or failed to install ends the wait at once.
 func waitSwitched(a *api, timeout time.Duration, switched func(status.Document) bool, what string) error {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var last status.Document
-	for {
-		d, err := currentStatus(a)
-		if err != nil {
-			return err
-		}
-		last = d
-		if switched(d) && d.Ready.True() && activeReady(d) {
-			fmt.Printf("%s: active and ready\n", d.Revision)
-			return nil
-		}
+	var active string
+	check := func(d status.Document) (bool, string, error) {
 		for _, r := range d.Revisions {
-			if r.ID == what && r.Ready.Reason == status.ReasonRolledBack {
-				return fail(1, "revision %s was rolled back: %s", what, r.Ready.Message)
-			}
-			if r.ID == what && r.Installed.Reason == status.ReasonInstallFailed {
-				return fail(1, "revision %s failed to install: %s", what, r.Installed.Message)
+			switch {
+			case r.ID != what:
+			case r.Ready.Reason == status.ReasonRolledBack:
+				return false, "", fmt.Errorf("revision %s was rolled back: %s", what, r.Ready.Message)
+			case r.Installed.Reason == status.ReasonInstallFailed:
+				return false, "", fmt.Errorf("revision %s failed to install: %s", what, r.Installed.Message)
 			}
 		}
-		if time.Now().After(deadline) {
-			break
+		if switched(d) && d.Ready.True() && activeReady(d) {
+			active = d.Revision
+			return true, "", nil
 		}
-		<-tick.C
+		return false, fmt.Sprintf("%s to be active and ready (active: %s, ready: %s %s)", what, d.Revision, d.Ready.Reason, d.Ready.Message), nil
 	}
-	return fail(1, "timed out after %v waiting for %s to be active and ready (active: %s, ready: %s %s)", timeout, what, last.Revision, last.Ready.Reason, last.Ready.Message)
+	var failed error
+	if _, err := waitGoals(a, timeout, []goal{{name: what, check: check}}, func(_ goal, err error) { failed = err }); err != nil {
+		return err
+	}
+	if failed != nil {
+		return fail(1, "%v", failed)
+	}
+	fmt.Printf("%s: active and ready\n", active)
+	return nil
 }
