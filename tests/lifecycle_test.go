@@ -290,7 +290,9 @@ containers:
 }
 
 // notify with watchdog_ms: a process that stops sending WATCHDOG=1 is killed at once
-// and restarted; one that keeps sending stays.
+// and restarted; one that keeps sending stays. The pinging one has a period well
+// above its first ping's time: the race-built helper (this test binary) can take
+// 200–300 ms to reach its first ping after its exec.
 func TestNotifyWatchdog(t *testing.T) {
 	tp := startLifecycle(t, `
 containers:
@@ -299,8 +301,8 @@ containers:
     readiness_probe: {notify: {watchdog_ms: 300}}
     restart_policy: {min_period_ms: 10000, max_jitter_ms: 0}
   - name: pinging
-    command: ["{SELF}", "READY=1", "pings"]
-    readiness_probe: {notify: {watchdog_ms: 300}}
+    command: ["{SELF}", "READY=1", "pings:100"]
+    readiness_probe: {notify: {watchdog_ms: 1000}}
 `)
 	doc := tp.waitStatus(10*time.Second, "silent killed by the watchdog", func(d status.Document) bool {
 		return containerStatus(d, "silent").LastExit != nil
