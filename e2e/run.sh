@@ -260,7 +260,7 @@ escapers() {
 	echo "$n"
 }
 no_escapers() { [ "$(escapers)" = 0 ]; }
-oom_named() { cg_json "$CG" | grep -q '"reason": "OOMKilled"'; }
+oom_named() { grep -q '"reason": "OOMKilled"' <<<"$(cg_json "$CG")"; }
 log "cgroups: podman run --privileged --cgroupns=private (a writable cgroup tree of the container's own)"
 podman run -d --name "$CG" --privileged --cgroupns=private -v "$TMP/cg:/etc/tend:ro" "$EXAMPLE" >/dev/null
 waitfor 30 "the OOM kill of hog named" oom_named
@@ -274,11 +274,12 @@ podman stop -t 10 "$CG" >/dev/null
 podman rm "$CG" >/dev/null
 log "cgroups: hog's 200 MiB under a 64Mi limit was OOMKilled and named; idle in /containers/idle; escaper's orphans gone with its run"
 podman run -d --name "$CG" -v "$TMP/cg:/etc/tend:ro" "$EXAMPLE" >/dev/null
-off_reported() { cg_json "$CG" | grep -q '"mode": "off"'; }
+off_reported() { grep -q '"mode": "off"' <<<"$(cg_json "$CG")"; }
 waitfor 20 "cgroups off with a reason in a default container" off_reported
 reason=$(cg_json "$CG" | grep -A2 '"cgroups"' | sed -n 's/.*"reason": "\(.*\)".*/\1/p')
 [ -n "$reason" ] || fail "cgroups off without a reason"
-header=$(podman exec "$CG" /tend status | head -1)
+header=$(podman exec "$CG" /tend status) # whole, then its first line: head -1 would end podman with SIGPIPE (pipefail)
+header=${header%%$'\n'*}
 [ "$header" = "cgroups off: $reason; limits not applied to hog" ] || fail "tend status opens with '$header', want 'cgroups off: $reason; limits not applied to hog'"
 waitfor 20 "escaper's 3 orphans" logs_have "$CG" 'event=spawned count=3'
 waitfor 20 "escaper's orphans killed with its run by their TEND_RUN mark" no_escapers
