@@ -58,7 +58,9 @@ cleanup() {
 			podman logs --tail 40 "$c" 2>&1 | sed 's/^/    /'
 		done
 	fi
-	podman rm -f -t 0 "$CTR" "$ORPHANS" "$CG" >/dev/null 2>&1
+	for c in "$CTR" "$ORPHANS" "$CG"; do # one by one, so that one already gone cannot spare the others
+		podman rm -f -t 0 "$c" >/dev/null 2>&1
+	done
 	if [ -n "$played" ]; then
 		podman kube down examples/kubernetes/deployment.yaml >/dev/null 2>&1
 		podman pod rm -f -t 0 "$POD" >/dev/null 2>&1
