@@ -66,19 +66,36 @@ func (sv *Supervisor) openRevisions() {
 		sv.log.Warn().Err(err).Msg("the revisions' state cannot be read; starting with the spec file's revision only")
 	}
 	now := time.Now()
+	sv.listKept(state, now)
+	start, source := sv.startingSpec(state)
+	if start != sv.spec {
+		sv.useSpec(start)
+	}
+	sv.beginFirstActivation(start, source, now)
+}
+
+// listKept lists the revisions the store kept: those installed, the one active at
+// the last stop listed as installed (it becomes active again below, or not).
+func (sv *Supervisor) listKept(state revisions.State, now time.Time) {
 	for _, r := range state.Revisions {
-		if _, err := rs.store.Spec(r.ID); err != nil || r.Phase == revisions.Installing || r.Phase == revisions.InstallFailed {
+		if _, err := sv.rev.store.Spec(r.ID); err != nil || r.Phase == revisions.Installing || r.Phase == revisions.InstallFailed {
 			continue // not stored, or never installed: not listed again
 		}
 		if r.Phase == revisions.Active {
 			r.Phase, r.LastActiveAt = revisions.Installed, now
 		}
-		rs.store.Known(r.ID)
-		r.DiskBytes = rs.store.DiskBytes(r.ID)
+		sv.rev.store.Known(r.ID)
+		r.DiskBytes = sv.rev.store.DiskBytes(r.ID)
 		sv.revs.Add(r)
 	}
-	start := sv.spec
-	source := revisions.SourceFile
+}
+
+// startingSpec chooses the spec tend starts with and its source: the spec file's,
+// unless the file is unchanged since the last stop (the revision then active runs
+// again) or the file's revision was rolled back (the last stable one runs).
+func (sv *Supervisor) startingSpec(state revisions.State) (*spec.Spec, string) {
+	rs := &sv.rev
+	start, source := sv.spec, revisions.SourceFile
 	pick := func(id, why string) {
 		s, err := sv.storedSpec(id)
 		if err != nil {
@@ -98,9 +115,12 @@ func (sv *Supervisor) openRevisions() {
 			pick(last.ID, "running the last stable revision")
 		}
 	}
-	if start != sv.spec {
-		sv.useSpec(start)
-	}
+	return start, source
+}
+
+// beginFirstActivation lists the starting spec as a revision (kept in the store
+// when it is the file's) and begins its activation, rollback_after armed.
+func (sv *Supervisor) beginFirstActivation(start *spec.Spec, source string, now time.Time) {
 	id := start.Revision()
 	if r := sv.revs.Get(id); r == nil || r.Content != start.ContentDigest() {
 		sv.revs.Add(&revisions.Revision{ID: id, Source: source, Content: start.ContentDigest(), CreatedAt: now, Phase: revisions.Installed})
