@@ -69,6 +69,8 @@ func revisionCode(err error) int {
 	case errors.Is(err, supervisor.ErrNotInstalled), errors.Is(err, supervisor.ErrNoStable), errors.Is(err, supervisor.ErrActive),
 		errors.Is(err, supervisor.ErrConflict), errors.Is(err, supervisor.ErrPreparing), errors.Is(err, supervisor.ErrStopping):
 		return http.StatusConflict
+	case errors.Is(err, supervisor.ErrInstallFailed):
+		return http.StatusBadGateway
 	}
 	return http.StatusUnprocessableEntity
 }

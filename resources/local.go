@@ -185,3 +185,25 @@ func (d *dynamic) keptFiles(sum Checksum) []localFile {
 func fileURL(path string) string {
 	return (&url.URL{Scheme: "file", Path: path}).String()
 }
+
+// unpackStored unpacks an archive a kept revision's store holds for r (by its
+// checksum, verified on the way) instead of fetching it: a rollback to a revision
+// with an extracted resource fetches nothing.
+func (m *Manager) unpackStored(ctx context.Context, r *static, prefix string, finish func(string) (string, error)) (string, bool) {
+	if r.sum.Empty() || m.opts.Stored == nil {
+		return "", false
+	}
+	src := Source{Name: r.spec.Name, Checksum: r.sum, Root: r.dir}
+	for _, p := range m.opts.Stored(r.sum) {
+		archive, err := m.fetch.attempt(ctx, src, fileURL(p), r.dir, prefix, &r.progress)
+		if err == nil {
+			var dir string
+			if dir, err = finish(archive); err == nil {
+				m.opts.Log.Info().Str("resource", r.spec.Name).Str("from", p).Msg("resource unpacked from a kept revision's store")
+				return dir, true
+			}
+		}
+		m.opts.Log.Info().Str("resource", r.spec.Name).Str("path", p).Err(err).Msg("a kept revision's copy does not verify; fetching")
+	}
+	return "", false
+}

@@ -241,6 +241,11 @@ func (m *Manager) stageStatic(ctx context.Context, r *static, rounds int, mayAdo
 		if r.shareable() {
 			return m.copyOrDownload(ctx, r, prefix, download)
 		}
+		if finish != nil {
+			if dir, ok := m.unpackStored(ctx, r, prefix, finish); ok {
+				return dir, nil
+			}
+		}
 		return m.withSpace(r, download)
 	}
 	return m.fetch.fetch(ctx, src, r.dir, prefix, &r.progress, rounds, finish, wrap, func(err error) {

@@ -142,6 +142,29 @@ func (st *Store) Link(id, name, src, sum string) error {
 	return writeAtomic(st.dir, filepath.Join(st.Dir(id), manifestName), b, 0o600)
 }
 
+// ResourcesDir is where revision id's store keeps its static resources, by name.
+func (st *Store) ResourcesDir(id string) string { return filepath.Join(st.Dir(id), resourceDir) }
+
+// Record notes what revision id's store holds (name → checksum), as Install put it
+// there, in memory and in its manifest.
+func (st *Store) Record(id string, sums map[string]string) error {
+	if st.Disabled != nil || len(sums) == 0 {
+		return nil
+	}
+	st.mu.Lock()
+	m := st.sums[id]
+	if m == nil {
+		m = map[string]string{}
+		st.sums[id] = m
+	}
+	for name, sum := range sums {
+		m[name] = sum
+	}
+	b, _ := json.Marshal(m)
+	st.mu.Unlock()
+	return writeAtomic(st.dir, filepath.Join(st.Dir(id), manifestName), b, 0o600)
+}
+
 // Stored lists the files of the kept revisions that should hold checksum sum, for
 // the resources to copy instead of fetching. A file that no longer matches is not
 // used: whoever copies it verifies it.

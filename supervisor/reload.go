@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -70,7 +71,10 @@ func (sv *Supervisor) onLoaded(step reloadStep) {
 		return
 	}
 	if !step.admitted {
-		ok, err := sv.admit(step.fetched, revisions.SourceFile, nil, "")
+		ok, err := sv.admit(step.fetched, revisions.SourceFile, nil, "", step.req)
+		if errors.Is(err, errInstalling) {
+			return // onInstalled goes on
+		}
 		if !ok {
 			if err != nil {
 				sv.reloadFailed(err, "reload refused; nothing changed")
@@ -80,7 +84,15 @@ func (sv *Supervisor) onLoaded(step reloadStep) {
 			return
 		}
 	}
-	reply(nil)
+	sv.switchTo(step)
+}
+
+// switchTo goes on with a reload whose revision is admitted (and installed): its
+// request is answered, and what is new is fetched before anything is stopped.
+func (sv *Supervisor) switchTo(step reloadStep) {
+	if step.req.reply != nil {
+		step.req.reply(nil)
+	}
 	next := step.fetched
 	if why := needsPrepare(sv.spec, next); why != "" {
 		sv.log.Info().Str("changed", why).Msg("the reload re-prepares the instance; fetching what is new first")
@@ -99,14 +111,16 @@ func (sv *Supervisor) onLoaded(step reloadStep) {
 // stopped and list is to run (swap), or a re-prepare (reprepare.go) has staged what
 // is new (reprep) or has prepared (reprep and prepared, or err).
 type reloadStep struct {
-	loaded   bool
-	admitted bool // loaded: the revision was admitted already (an apply, an activation)
-	req      request
-	fetched  *spec.Spec
-	err      error
-	swap     []*container.Container
-	reprep   *reprep
-	prepared bool
+	loaded    bool
+	admitted  bool   // loaded: the revision was admitted already (an apply, an activation)
+	installed bool   // a revision's install ended (fetched, or err); source is where it came from
+	source    string // installed: revisions.SourceFile or SourceAPI
+	req       request
+	fetched   *spec.Spec
+	err       error
+	swap      []*container.Container
+	reprep    *reprep
+	prepared  bool
 }
 
 // onReloadStep goes on with a reload; a failed re-prepare returns how tend ends.
@@ -114,6 +128,8 @@ func (sv *Supervisor) onReloadStep(step reloadStep) *ending {
 	switch {
 	case step.loaded:
 		sv.onLoaded(step)
+	case step.installed:
+		sv.onInstalled(step)
 	case step.swap != nil:
 		sv.swap(step.swap)
 	case step.prepared:
@@ -130,7 +146,7 @@ func (sv *Supervisor) onReloadStep(step reloadStep) *ending {
 // whose spec was just read is answered, and the containers built for the new spec
 // that never ran release their log files.
 func (sv *Supervisor) abandon(step reloadStep) {
-	if step.loaded && step.req.reply != nil {
+	if (step.loaded || step.installed) && step.req.reply != nil {
 		step.req.reply(errStopping)
 	}
 	running := map[*container.Container]bool{}

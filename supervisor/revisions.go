@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,9 @@ var (
 	ErrNoStable     = errors.New("no stable revision to roll back to")
 	ErrActive       = errors.New("the revision is active")
 	ErrConflict     = errors.New("a revision with this id and other content exists")
+	// ErrInstallFailed: a revision's static resource could not be fetched into its
+	// store; nothing that runs changed.
+	ErrInstallFailed = errors.New("install failed")
 )
 
 // activation is the revision a reload under way activates.
@@ -200,10 +204,15 @@ func (sv *Supervisor) storedSpec(id string) (*spec.Spec, error) {
 	return s, nil
 }
 
+// errInstalling is admit's answer for a new revision: its install runs off the main
+// loop and hands an installed step back (onInstalled), which goes on with the reload.
+var errInstalling = errors.New("installing")
+
 // admit judges a spec given by a reload of the file or an apply: it reports whether
-// the reload goes on to activate it (activate: auto) and, when it does not, the
-// error to answer with (nil: nothing to do).
-func (sv *Supervisor) admit(next *spec.Spec, source string, data []byte, name string) (bool, error) {
+// the reload goes on to activate it and, when it does not, the error to answer with
+// (nil: nothing to do; errInstalling: the install of a new revision began, and
+// req is answered when it ends).
+func (sv *Supervisor) admit(next *spec.Spec, source string, data []byte, name string, req request) (bool, error) {
 	rs := &sv.rev
 	id, content := next.Revision(), next.ContentDigest()
 	sv.mu.Lock() // the status reads fileRev
@@ -242,21 +251,79 @@ func (sv *Supervisor) admit(next *spec.Spec, source string, data []byte, name st
 	} else {
 		sv.keepFileSpec(id, next)
 	}
+	sv.saveRevisions()
+	sv.notify()
 	sv.log.Info().Str("revision", id).Str("source", source).Msg("installing revision")
-	// The install proper (validation done, the spec kept) ends here; its static
-	// resources are fetched, before anything stops, by the activation that follows.
+	go func() {
+		err := sv.installRevision(sv.reloadCtx, id, next)
+		step := reloadStep{installed: true, req: req, fetched: next, err: err, source: source}
+		select {
+		case sv.reloadSteps <- step:
+		case <-sv.reloadCtx.Done():
+			sv.abandon(step) // the shutdown may no longer read reloadSteps
+		}
+	}()
+	return false, errInstalling
+}
+
+// installRevision is the install proper of revision id, off the main loop while
+// everything runs: its static resources are kept in its store (fetched, or linked
+// from a file the instance has with the same checksum). Nothing running is touched.
+func (sv *Supervisor) installRevision(ctx context.Context, id string, s *spec.Spec) error {
+	st := sv.rev.store
+	if st.Disabled != nil || len(s.Resources) == 0 {
+		return nil // fetched at activation, before anything stops
+	}
+	sums, err := sv.resourceManager().Install(ctx, s, st.ResourcesDir(id), resources.DefaultOptions().ReloadRounds)
+	if rerr := st.Record(id, sums); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// onInstalled ends the install of a revision on the main loop: a failed one is
+// InstallFailed (nothing that runs changed), an installed one is activated (activate:
+// auto) by the reload path, or waits for tend activate ID.
+func (sv *Supervisor) onInstalled(step reloadStep) {
+	next := step.fetched
+	id := next.Revision()
+	reply := func(err error) {
+		if step.req.reply != nil {
+			step.req.reply(err)
+		}
+	}
+	now := time.Now()
+	size := sv.rev.store.DiskBytes(id)
 	sv.mu.Lock()
+	if r := sv.revs.Get(id); r != nil {
+		r.DiskBytes = size
+	}
+	if step.err != nil {
+		sv.revs.Apply(id, revisions.Event{Kind: revisions.InstallFailedEvent, At: now, Why: step.err.Error()})
+		sv.mu.Unlock()
+		sv.saveRevisions()
+		err := fmt.Errorf("%w: revision %s: %v", ErrInstallFailed, id, step.err)
+		sv.reloadFailed(err, "install failed; nothing that runs changed")
+		reply(err)
+		sv.finishReload()
+		return
+	}
 	act := sv.revs.Apply(id, revisions.Event{Kind: revisions.InstallSucceeded, At: now, Auto: next.Instance.Activate != spec.ActivateManual})
 	sv.mu.Unlock()
+	sv.log.Info().Str("revision", id).Msg("revision installed")
 	sv.notify()
 	if act != revisions.Activate {
 		sv.log.Info().Str("revision", id).Msgf("revision installed; activate: manual, so it waits for tend activate %s", id)
 		sv.prune(id)
 		sv.saveRevisions()
-		return false, nil
+		reply(nil)
+		sv.finishReload()
+		return
 	}
-	rs.activating = &activation{id: id, source: source}
-	return true, nil
+	sv.rev.activating = &activation{id: id, source: step.source}
+	sv.saveRevisions()
+	step.admitted = true
+	sv.switchTo(step)
 }
 
 // activate begins switching to an installed revision (tend activate, a rollback) by
@@ -557,12 +624,16 @@ func (sv *Supervisor) apply(req request) {
 		sv.pending = append(sv.pending, req)
 		return
 	}
-	ok, err := sv.admit(req.spec, revisions.SourceAPI, req.data, req.dataName)
+	sv.reloading = true
+	ok, err := sv.admit(req.spec, revisions.SourceAPI, req.data, req.dataName, req)
+	if errors.Is(err, errInstalling) {
+		return // onInstalled goes on
+	}
 	if !ok {
 		req.reply(err)
+		sv.finishReload()
 		return
 	}
-	sv.reloading = true
 	step := reloadStep{loaded: true, admitted: true, req: req, fetched: req.spec}
 	go func() { sv.reloadSteps <- step }()
 }

@@ -1,0 +1,156 @@
+package tests
+
+import (
+	"archive/tar"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tend-sh/tend/status"
+)
+
+// webPid is the pid of the container web, 0 when it has none.
+func webPid(d status.Document) int {
+	for _, c := range d.Containers {
+		if c.Name == "web" && c.Pid != nil {
+			return *c.Pid
+		}
+	}
+	return 0
+}
+
+// A revision's static resources are fetched into its store when it is installed,
+// while the active revision runs untouched: an install with activate: manual has
+// fetched its resource into .tend/revisions/ID/ and changed nothing in place; one
+// whose fetch fails is InstallFailed naming the resource, with nothing running
+// touched; a revision whose resource has a checksum the instance already has
+// fetches nothing, at install or at activation; activating the first one later
+// fetches nothing either.
+func TestRevisionInstallFetchesIntoItsStore(t *testing.T) {
+	srv := newFileServer(t, map[string]string{"/a.bin": "version a\n", "/b.bin": "version b\n", "/other.bin": "version a\n"})
+	specOf := func(id, activate, name, file, content string) string {
+		return `instance: {revision: ` + id + `, activate: ` + activate + `}
+resources:
+  - {name: ` + name + `, urls: ["` + srv.URL + `/` + file + `"], checksum: "` + md5of(content) + `"}
+containers:
+  - name: web
+    command: [sh, -c, "cat ` + name + ` > seen; exec sleep 1000"]
+    readiness_probe: {exec: {command: test -s seen}, period: 50ms, initial_delay: 0s}
+`
+	}
+	tp := start(t, specOf("v1", "auto", "model.bin", "a.bin", "version a\n"))
+	d := tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	pid := webPid(d)
+	inPlace := func() string {
+		b, _ := os.ReadFile(filepath.Join(tp.dir, "model.bin"))
+		return string(b)
+	}
+	untouched := func(when string) {
+		t.Helper()
+		d, _ := tp.status()
+		if d.Revision != "v1" || !d.Ready.True() || webPid(d) != pid || inPlace() != "version a\n" {
+			t.Errorf("%s: revision %s, ready %v, web pid %d (was %d), model.bin %q; want v1 running untouched", when, d.Revision, d.Ready.True(), webPid(d), pid, inPlace())
+		}
+	}
+
+	// Installed, not activated: the store has the resource, nothing in place changed.
+	if out, code := tendCtl(t, tp, "apply", writeFile(t, tp, "v2.yaml", specOf("v2", "manual", "model.bin", "b.bin", "version b\n"))); code != 0 {
+		t.Fatalf("tend apply v2 (manual): exit %d:\n%s", code, out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tp.dir, ".tend/revisions/v2/resources/model.bin")); string(got) != "version b\n" || srv.count("/b.bin") != 1 {
+		t.Errorf("after installing v2: its store holds %q, b.bin fetched %d times; want version b, fetched once", got, srv.count("/b.bin"))
+	}
+	untouched("after installing v2")
+
+	// A fetch that fails: InstallFailed naming the resource, nothing touched.
+	out, code := tendCtl(t, tp, "apply", writeFile(t, tp, "v3.yaml", specOf("v3", "auto", "model.bin", "missing.bin", "never\n")))
+	if code == 0 || !strings.Contains(out, "install failed") || !strings.Contains(out, `"model.bin"`) {
+		t.Errorf("tend apply of a revision whose resource cannot be fetched: exit %d:\n%s\nwant a failure naming the resource", code, out)
+	}
+	d, _ = tp.status()
+	if v3 := revisionEntry(d, "v3"); v3.Installed.Status != "False" || v3.Installed.Reason != status.ReasonInstallFailed || !strings.Contains(v3.Installed.Message, "model.bin") || v3.Active {
+		t.Errorf("v3 = %+v; want installed False InstallFailed naming model.bin, inactive", v3)
+	}
+	if d.ReloadError == "" {
+		t.Errorf("a failed install leaves reload_error empty")
+	}
+	untouched("after the failed install of v3")
+
+	// The same checksum as the resource in place: nothing fetched, at install or at
+	// activation.
+	if out, code := tendCtl(t, tp, "apply", writeFile(t, tp, "v4.yaml", specOf("v4", "auto", "other.bin", "other.bin", "version a\n"))); code != 0 {
+		t.Fatalf("tend apply v4: exit %d:\n%s", code, out)
+	}
+	tp.waitStatus(10*time.Second, "v4 active and ready", func(d status.Document) bool { return d.Revision == "v4" && d.Ready.True() })
+	if n := srv.count("/other.bin"); n != 0 {
+		t.Errorf("v4's resource has the checksum of one in place, yet it was fetched %d times", n)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tp.dir, "other.bin")); string(got) != "version a\n" {
+		t.Errorf("other.bin = %q", got)
+	}
+
+	// v2 from its store: b.bin is not fetched again.
+	if out, code := tendCtl(t, tp, "activate", "v2"); code != 0 {
+		t.Fatalf("tend activate v2: exit %d:\n%s", code, out)
+	}
+	if inPlace() != "version b\n" || srv.count("/b.bin") != 1 {
+		t.Errorf("after activating v2: model.bin %q, b.bin fetched %d times; want version b, once", inPlace(), srv.count("/b.bin"))
+	}
+}
+
+// tarOf is a tar archive of one file.
+func tarOf(t *testing.T, name, content string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(content))}); err != nil {
+		t.Fatal(err)
+	}
+	tw.Write([]byte(content))
+	tw.Close()
+	return buf.String()
+}
+
+// An extracted resource is kept in the revision's store as its archive: going back
+// to the revision unpacks it from there and fetches nothing.
+func TestRevisionArchiveKeptInItsStore(t *testing.T) {
+	archive := tarOf(t, "hello.txt", "hello from v2\n")
+	srv := newFileServer(t, map[string]string{"/d.tar": archive})
+	plain := func(id string) string {
+		return `instance: {revision: ` + id + `}
+containers:
+  - name: web
+    command: [sh, -c, "touch seen; exec sleep 1000"]
+    env: [{name: V, value: ` + id + `}]
+    readiness_probe: {exec: {command: test -f seen}, period: 50ms, initial_delay: 0s}
+`
+	}
+	tp := start(t, plain("v1"))
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	v2 := `instance: {revision: v2}
+resources:
+  - {name: data, urls: ["` + srv.URL + `/d.tar"], checksum: "` + md5of(archive) + `", extract: true}
+containers:
+  - name: web
+    command: [sh, -c, "cat data/hello.txt > seen; exec sleep 1000"]
+    readiness_probe: {exec: {command: test -s seen}, period: 50ms, initial_delay: 0s}
+`
+	if out, code := tendCtl(t, tp, "apply", writeFile(t, tp, "v2.yaml", v2)); code != 0 {
+		t.Fatalf("tend apply v2: exit %d:\n%s", code, out)
+	}
+	if out, code := tendCtl(t, tp, "apply", writeFile(t, tp, "v3.yaml", plain("v3"))); code != 0 {
+		t.Fatalf("tend apply v3: exit %d:\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(tp.dir, "data")); !os.IsNotExist(err) {
+		t.Fatalf("data/ is still in place under v3: %v", err)
+	}
+	if out, code := tendCtl(t, tp, "activate", "v2"); code != 0 {
+		t.Fatalf("tend activate v2: exit %d:\n%s", code, out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tp.dir, "data/hello.txt")); string(got) != "hello from v2\n" || srv.count("/d.tar") != 1 {
+		t.Errorf("after activating v2 again: data/hello.txt %q, d.tar fetched %d times; want its content, fetched once", got, srv.count("/d.tar"))
+	}
+}
