@@ -74,7 +74,7 @@ func (sv *Supervisor) plan(next *spec.Spec) status.ApplyPlan {
 		running[c.Name()] = c.Spec()
 	}
 	sv.mu.Unlock()
-	p := status.ApplyPlan{Revision: next.Revision(), Start: []string{}, Restart: []status.RestartReason{}, Stop: []string{}, Keep: []string{}, Fetch: []string{}}
+	p := status.ApplyPlan{Revision: next.Revision(), Start: []string{}, Restart: []status.RestartReason{}, Stop: []string{}, Keep: []string{}}
 	p.Reprepare = needsPrepare(prev, next)
 	for i := range next.Containers {
 		cs := &next.Containers[i]
@@ -95,6 +95,14 @@ func (sv *Supervisor) plan(next *spec.Spec) status.ApplyPlan {
 		p.Stop = append(p.Stop, name)
 	}
 	slices.Sort(p.Stop)
+	p.Fetch = sv.toFetch(prev, next)
+	return p
+}
+
+// toFetch names the resources of next that activating it downloads: new or changed
+// since prev, and not held by a kept revision.
+func (sv *Supervisor) toFetch(prev, next *spec.Spec) []string {
+	fetch := []string{}
 	have := map[string]spec.Resource{}
 	for _, r := range prev.Resources {
 		have[r.Name] = r
@@ -103,11 +111,11 @@ func (sv *Supervisor) plan(next *spec.Spec) status.ApplyPlan {
 		o, ok := have[r.Name]
 		if !ok || o.Checksum != r.Checksum || !slices.Equal(o.URLs, r.URLs) || o.Extract != r.Extract {
 			if !sv.storedResource(r) {
-				p.Fetch = append(p.Fetch, r.Name)
+				fetch = append(fetch, r.Name)
 			}
 		}
 	}
-	return p
+	return fetch
 }
 
 // storedResource reports whether a kept revision holds a file for r (by checksum):
