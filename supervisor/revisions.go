@@ -238,6 +238,15 @@ func (sv *Supervisor) admit(next *spec.Spec, source string, data []byte, name st
 		sv.saveRevisions()
 		return false, nil
 	}
+	sv.beginInstall(next, source, data, name, req)
+	return false, errInstalling
+}
+
+// beginInstall lists next as a revision being installed, keeps its spec in the
+// store and runs the install off the main loop; the installed step comes back on
+// reloadSteps (onInstalled).
+func (sv *Supervisor) beginInstall(next *spec.Spec, source string, data []byte, name string, req request) {
+	id, content := next.Revision(), next.ContentDigest()
 	now := time.Now()
 	sv.mu.Lock()
 	sv.revs.Add(&revisions.Revision{ID: id, Source: source, Content: content, CreatedAt: now, Phase: revisions.Installing})
@@ -263,7 +272,6 @@ func (sv *Supervisor) admit(next *spec.Spec, source string, data []byte, name st
 			sv.abandon(step) // the shutdown may no longer read reloadSteps
 		}
 	}()
-	return false, errInstalling
 }
 
 // installRevision is the install proper of revision id, off the main loop while
