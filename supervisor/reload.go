@@ -262,7 +262,6 @@ func (sv *Supervisor) updatesStartFirst(next *spec.Spec, oc *container.Container
 // planReload compares next with the running containers and builds the new ones. On
 // an error nothing has changed (what it built is discarded).
 func (sv *Supervisor) planReload(next *spec.Spec) (*reloadPlan, error) {
-	prev := sv.spec
 	old := map[string]*container.Container{}
 	for _, c := range sv.current() {
 		old[c.Name()] = c
@@ -272,42 +271,13 @@ func (sv *Supervisor) planReload(next *spec.Spec) (*reloadPlan, error) {
 		cs := &next.Containers[i]
 		oc := old[cs.Name]
 		delete(old, cs.Name)
-		if oc != nil && sameContainer(prev, oc.Spec(), next, cs) {
-			// A container stopped by request stays stopped whatever the spec says.
-			if st := oc.Status(); !st.StoppedByRequest && st.TargetState != cs.TargetState {
-				p.targets = append(p.targets, func() {
-					if cs.TargetState == spec.TargetActive {
-						sv.start(oc, false) // its conditions gate the start
-					} else {
-						oc.Retarget(cs.TargetState)
-					}
-				})
-			}
-			p.keep = append(p.keep, oc)
-			p.list = append(p.list, oc)
-			p.final = append(p.final, oc)
+		if oc != nil && sameContainer(sv.spec, oc.Spec(), next, cs) {
+			sv.planKeep(p, oc, cs)
 			continue
 		}
-		// A changed container that was stopped by request is built stopped: the
-		// reload updates what `tend start` will run.
-		nc, err := sv.newContainer(next, cs, oc != nil && oc.Status().StoppedByRequest)
-		if err != nil {
-			for _, c := range p.final {
-				if !slices.Contains(p.keep, c) {
-					c.Discard() // built, never to run: close its log file
-				}
-			}
+		if err := sv.planBuild(p, next, oc, cs); err != nil {
+			p.discardBuilt()
 			return nil, err
-		}
-		p.final = append(p.final, nc)
-		if oc != nil && sv.updatesStartFirst(next, oc, cs) {
-			p.updates = append(p.updates, update{old: oc, next: nc})
-		}
-		if oc != nil {
-			p.replaced = append(p.replaced, oc)
-			p.list = append(p.list, oc)
-		} else {
-			p.added = append(p.added, nc)
 		}
 	}
 	for _, c := range sv.current() {
@@ -317,6 +287,55 @@ func (sv *Supervisor) planReload(next *spec.Spec) (*reloadPlan, error) {
 		}
 	}
 	return p, nil
+}
+
+// planKeep keeps a running container the reload does not change; only its target
+// state may follow the spec.
+func (sv *Supervisor) planKeep(p *reloadPlan, oc *container.Container, cs *spec.Container) {
+	// A container stopped by request stays stopped whatever the spec says.
+	if st := oc.Status(); !st.StoppedByRequest && st.TargetState != cs.TargetState {
+		p.targets = append(p.targets, func() {
+			if cs.TargetState == spec.TargetActive {
+				sv.start(oc, false) // its conditions gate the start
+			} else {
+				oc.Retarget(cs.TargetState)
+			}
+		})
+	}
+	p.keep = append(p.keep, oc)
+	p.list = append(p.list, oc)
+	p.final = append(p.final, oc)
+}
+
+// planBuild builds the container of cs, new or replacing oc (nil when new): stop
+// first, or start first when its update allows.
+func (sv *Supervisor) planBuild(p *reloadPlan, next *spec.Spec, oc *container.Container, cs *spec.Container) error {
+	// A changed container that was stopped by request is built stopped: the
+	// reload updates what `tend start` will run.
+	nc, err := sv.newContainer(next, cs, oc != nil && oc.Status().StoppedByRequest)
+	if err != nil {
+		return err
+	}
+	p.final = append(p.final, nc)
+	if oc == nil {
+		p.added = append(p.added, nc)
+		return nil
+	}
+	if sv.updatesStartFirst(next, oc, cs) {
+		p.updates = append(p.updates, update{old: oc, next: nc})
+	}
+	p.replaced = append(p.replaced, oc)
+	p.list = append(p.list, oc)
+	return nil
+}
+
+// discardBuilt closes what a failed plan built and will never run (its log files).
+func (p *reloadPlan) discardBuilt() {
+	for _, c := range p.final {
+		if !slices.Contains(p.keep, c) {
+			c.Discard()
+		}
+	}
 }
 
 // stopReplaced stops the changed and removed containers in reverse order of
