@@ -93,6 +93,18 @@ func (st *Store) Key() []byte {
 	return key
 }
 
+// MakeDir makes revision id's store, if it is not there yet.
+func (st *Store) MakeDir(id string) error {
+	if st.Disabled != nil {
+		return st.Disabled
+	}
+	d, err := beneath.MkdirAll(st.dir, st.Dir(id), 0o700)
+	if err != nil {
+		return fmt.Errorf("revision %s: %w", id, err)
+	}
+	return d.Close()
+}
+
 // SaveSpec keeps the spec a revision was made from.
 func (st *Store) SaveSpec(id string, data []byte) error {
 	if st.Disabled != nil {

@@ -82,6 +82,7 @@ func applyDefaults(s *Spec, hostname, specDir string) {
 	}
 	for i := range s.InitContainers {
 		s.InitContainers[i].TimeLimit = defaultTimeLimit(s.InitContainers[i].TimeLimit, initTimeLimit)
+		setString(&s.InitContainers[i].At, AtActivate)
 	}
 	for i := range s.Containers {
 		defaultContainer(&s.Containers[i], in.Port)

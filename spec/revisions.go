@@ -12,6 +12,16 @@ const (
 	ActivateAuto   = "auto"   // a new revision is activated as soon as it is installed
 	ActivateManual = "manual" // it stays installed until `tend activate ID`
 
+	// When an init container runs (init_containers[].at).
+	AtActivate = "activate" // when the revision is activated (and at start)
+	AtInstall  = "install"  // when the revision is installed, in its store
+
+	// VarRevisionDir is {REVISION_DIR}: the revision's store, for the init
+	// containers that run at install. It is known once the revision's id is (after
+	// loading): substitution writes RevisionDirMark, which the install replaces.
+	VarRevisionDir  = "REVISION_DIR"
+	RevisionDirMark = "\uE000REVISION_DIR\uE000"
+
 	DefaultKeepRevisions = 2
 	DefaultRollbackAfter = "0s"
 

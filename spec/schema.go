@@ -195,6 +195,7 @@ var schemaEnums = sync.OnceValue(func() map[string][]any {
 		"Instance.cgroups":         {CgroupsAuto, CgroupsRequired, CgroupsOff},
 		"Container.update":         {UpdateStopFirst, UpdateStartFirst},
 		"Instance.activate":        {ActivateAuto, ActivateManual},
+		"InitContainer.at":         {AtActivate, AtInstall},
 	}
 })
 
@@ -208,6 +209,7 @@ var schemaDefaults = sync.OnceValue(func() map[string]any {
 		"Instance.keep_revisions":                DefaultKeepRevisions,
 		"Instance.activate":                      ActivateAuto,
 		"Instance.rollback_after":                DefaultRollbackAfter,
+		"InitContainer.at":                       AtActivate,
 		"RestartPolicy.min_period_ms":            DefaultRestartMinPeriodMs,
 		"RestartPolicy.max_period_ms":            DefaultRestartMaxPeriodMs,
 		"RestartPolicy.backoff":                  DefaultRestartBackoff,
@@ -280,6 +282,7 @@ var schemaDescriptions = sync.OnceValue(func() map[string]string {
 		"InitContainer.name":        "a name unique among containers and init containers",
 		"InitContainer.command":     "the command ({NAME} substituted)",
 		"InitContainer.working_dir": "relative to instance.dir",
+		"InitContainer.at":          "activate: it prepares the live instance when the revision is activated; install: it runs when the revision is installed, in its store ({REVISION_DIR}), while the active revision keeps serving",
 		"InitContainer.time_limit":  "retry timing; defaults: initial delay 0, periods 1000..60000 ms, no execution limit",
 		"InitCommand.command":       "run before the container's first start and after every change of its spec",
 		"InitCommand.time_limit":    "retry timing; defaults: initial delay 0, periods 1000..60000 ms, no execution limit",

@@ -23,6 +23,9 @@ type variables struct {
 	port  Opt[int]          // instance.port, for BSCONFIG_IPORT_PLUS_N
 	used  map[string]string // BSCONFIG_IPORT_PLUS_N names the spec used, exported too
 	size  int               // bytes the substituted fields hold so far, at most MaxExpanded
+	// revisionDir: the fields of an init container with at: install are being
+	// substituted, where {REVISION_DIR} is RevisionDirMark.
+	revisionDir bool
 }
 
 // MaxExpanded bounds what substitution makes of a spec's fields together: a 600 KB
@@ -71,6 +74,9 @@ func isInstanceVar(name string) bool {
 
 // lookup resolves a name, BSCONFIG_IPORT_PLUS_N included.
 func (v *variables) lookup(name string) (string, bool) {
+	if name == VarRevisionDir && v.revisionDir {
+		return RevisionDirMark, true
+	}
 	if val, ok := v.fixed[name]; ok {
 		return val, true
 	}
@@ -207,6 +213,9 @@ func isNameByte(c byte) bool {
 
 // hint says why a variable is unknown, or what was probably meant.
 func (v *variables) hint(name string) string {
+	if name == VarRevisionDir {
+		return " (only in an init container with at: install)"
+	}
 	if name == VarPort || strings.HasPrefix(name, varPortPlus) {
 		if _, ok := plusN(name); name == VarPort || ok {
 			return " (instance.port is not set)"

@@ -100,6 +100,9 @@ type InitContainer struct {
 	User       string            `yaml:"user,omitempty" json:"user,omitempty"`
 	Group      string            `yaml:"group,omitempty" json:"group,omitempty"`
 	Rlimits    map[string]Rlimit `yaml:"rlimits,omitempty" json:"rlimits,omitempty"`
+	// At is when it runs: AtActivate (preparing the live instance) or AtInstall (in
+	// the revision's store, while the active revision runs).
+	At string `yaml:"at,omitempty" json:"at,omitempty"`
 
 	// Timing is the shorthand of TimeLimit (shorthand.go).
 	Timing `yaml:",inline" json:",inline"`

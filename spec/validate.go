@@ -89,9 +89,12 @@ func (k *checker) check() {
 		ic := &s.InitContainers[i]
 		path := index("init_containers", i)
 		k.name(join(path, "name"), ic.Name, "container", names)
+		k.oneOf(join(path, "at"), ic.At, AtActivate, AtInstall)
+		k.vars.revisionDir = ic.At == AtInstall // {REVISION_DIR} is theirs alone
 		k.command(join(path, "command"), &ic.Command)
 		k.subst(join(path, "working_dir"), &ic.WorkingDir)
 		k.env(join(path, "env"), ic.Env)
+		k.vars.revisionDir = false
 		k.timeLimit(join(path, "time_limit"), ic.TimeLimit)
 	}
 	logs := map[string]string{}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tend-sh/tend/container"
@@ -99,45 +101,116 @@ func (sv *Supervisor) prepare(ctx context.Context) error {
 	if err := sv.prepareFiles(ctx, s); err != nil {
 		return err
 	}
-	return sv.runInitContainers(ctx, s)
+	return sv.runInitContainers(ctx, s, false)
 }
 
 // runInitContainers runs the init containers of s strictly in order, each until it
-// exits 0: at the first prepare and at every re-prepare (reprepare.go).
-func (sv *Supervisor) runInitContainers(ctx context.Context, s *spec.Spec) error {
+// exits 0: at the first prepare every one (those with at: install in the store of
+// the revision tend starts with, which was never installed beside another), at a
+// re-prepare (reprepare.go) those with at: activate: the others ran at install.
+func (sv *Supervisor) runInitContainers(ctx context.Context, s *spec.Spec, reprepare bool) error {
 	for i := range s.InitContainers {
 		ic := &s.InitContainers[i]
-		mark := proc.NewRunMark(realDir(s.Instance.Dir), ic.Name)
-		env := proc.WithRunMark(s.ProcessEnvAs(ic.Env, ic.Identity()), mark)
-		sv.log.Info().Str("init_container", ic.Name).Msg("running init container")
-		ring := sv.logs.ring(ic.Name, spec.DefaultKeepLines)
-		g, err := sv.initCgroup(ic.Name)
-		if err != nil {
-			return err
+		revDir := ""
+		if ic.At == spec.AtInstall {
+			if reprepare {
+				sv.setInit(i, func(st *status.InitContainer) { st.State = status.Succeeded })
+				continue
+			}
+			var err error
+			if revDir, err = sv.revisionDir(s.Revision(), ic.Name); err != nil {
+				return err
+			}
 		}
-		err = container.RunUntilSuccess(ctx,
-			func() ([]string, error) { return spec.Argv(ic.Command, env) },
-			proc.Cmd{
-				Env:    env,
-				Dir:    s.WorkDir(ic.WorkingDir),
-				Stdout: output.NewLineWriter(ic.Name, sv.stdout, nil).WithRing(ring, false),
-				Stderr: output.NewLineWriter(ic.Name, sv.stderr, nil).WithRing(ring, true),
-				Ident:  ic.Identity(),
-				Cgroup: placeIn(g),
-			},
-			restart.FromSpec(ic.TimeLimit),
-			func() { sv.setInit(i, func(st *status.InitContainer) { st.State = status.Running }) },
-			func(e proc.Exit, retryIn time.Duration) {
-				sv.emptyInitCgroup(g, ic.Name) // before the run counts (docs/reference.md "Cgroups and limits")
-				sv.killMarked(mark, ic.Name)
-				sv.initFinished(i, e, retryIn)
-			})
-		sv.removeInitCgroup(g, ic.Name)
+		sv.log.Info().Str("init_container", ic.Name).Msg("running init container")
+		err := sv.runInit(ctx, s, ic, revDir, func() { sv.setInit(i, func(st *status.InitContainer) { st.State = status.Running }) },
+			func(e proc.Exit, retryIn time.Duration) { sv.initFinished(i, e, retryIn) })
 		if err != nil {
 			return fmt.Errorf("init container %q: %w", ic.Name, err)
 		}
 	}
 	return nil
+}
+
+// revisionDir makes the store of revision id for an init container with at: install
+// ({REVISION_DIR}); it needs the store.
+func (sv *Supervisor) revisionDir(id, name string) (string, error) {
+	st := sv.rev.store
+	if st.Disabled != nil {
+		return "", fmt.Errorf("init container %q: at: install runs in the revision's store, which cannot be made in instance.dir: %w", name, st.Disabled)
+	}
+	dir := st.Dir(id)
+	if err := st.MakeDir(id); err != nil {
+		return "", fmt.Errorf("init container %q: %w", name, err)
+	}
+	return dir, nil
+}
+
+// runInit runs one init container until it exits 0 or ctx ends: started is called
+// before every run, finished after it. One with at: install runs in revDir (its
+// working_dir, if set, with {REVISION_DIR} as revDir), REVISION_DIR in its
+// environment.
+func (sv *Supervisor) runInit(ctx context.Context, s *spec.Spec, ic *spec.InitContainer, revDir string, started func(), finished func(proc.Exit, time.Duration)) error {
+	mark := proc.NewRunMark(realDir(s.Instance.Dir), ic.Name)
+	env := s.ProcessEnvAs(ic.Env, ic.Identity())
+	dir := s.WorkDir(ic.WorkingDir)
+	argv := func() ([]string, error) { return spec.Argv(ic.Command, env) }
+	if ic.At == spec.AtInstall {
+		env = revisionEnv(env, revDir)
+		dir = revisionWorkDir(s, ic.WorkingDir, revDir)
+		argv = func() ([]string, error) {
+			args, err := spec.Argv(ic.Command, env)
+			for i := range args {
+				args[i] = strings.ReplaceAll(args[i], spec.RevisionDirMark, revDir)
+			}
+			return args, err
+		}
+	}
+	env = proc.WithRunMark(env, mark)
+	ring := sv.logs.ring(ic.Name, spec.DefaultKeepLines)
+	g, err := sv.initCgroup(ic.Name)
+	if err != nil {
+		return err
+	}
+	defer sv.removeInitCgroup(g, ic.Name)
+	return container.RunUntilSuccess(ctx, argv,
+		proc.Cmd{
+			Env:    env,
+			Dir:    dir,
+			Stdout: output.NewLineWriter(ic.Name, sv.stdout, nil).WithRing(ring, false),
+			Stderr: output.NewLineWriter(ic.Name, sv.stderr, nil).WithRing(ring, true),
+			Ident:  ic.Identity(),
+			Cgroup: placeIn(g),
+		},
+		restart.FromSpec(ic.TimeLimit),
+		started,
+		func(e proc.Exit, retryIn time.Duration) {
+			sv.emptyInitCgroup(g, ic.Name) // before the run counts (docs/reference.md "Cgroups and limits")
+			sv.killMarked(mark, ic.Name)
+			finished(e, retryIn)
+		})
+}
+
+// revisionEnv is env with {REVISION_DIR} in its values as revDir, and REVISION_DIR
+// set to it.
+func revisionEnv(env []string, revDir string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		out = append(out, strings.ReplaceAll(kv, spec.RevisionDirMark, revDir))
+	}
+	return append(out, spec.VarRevisionDir+"="+revDir)
+}
+
+// revisionWorkDir is the working directory of an init container with at: install:
+// the revision's store, or its working_dir with {REVISION_DIR} as the store.
+func revisionWorkDir(s *spec.Spec, workingDir, revDir string) string {
+	if workingDir == "" {
+		return revDir
+	}
+	if strings.Contains(workingDir, spec.RevisionDirMark) {
+		return filepath.Clean(strings.ReplaceAll(workingDir, spec.RevisionDirMark, revDir))
+	}
+	return s.WorkDir(workingDir)
 }
 
 // initFinished records one run of init container i. Between failed tries it is in

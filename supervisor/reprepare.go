@@ -72,9 +72,13 @@ func sameFiles(prev, next *spec.Spec) bool {
 		reflect.DeepEqual(prev.Instance.Identity(), next.Instance.Identity())
 }
 
-// sameInits compares the init containers with everything they inherit.
+// sameInits compares the init containers that run at activation with everything they
+// inherit (those with at: install ran when their revision was installed).
 func sameInits(prev, next *spec.Spec) bool {
-	return slices.EqualFunc(prev.InitContainers, next.InitContainers, func(a, b spec.InitContainer) bool {
+	atActivation := func(s *spec.Spec) []spec.InitContainer {
+		return slices.DeleteFunc(slices.Clone(s.InitContainers), func(ic spec.InitContainer) bool { return ic.At == spec.AtInstall })
+	}
+	return slices.EqualFunc(atActivation(prev), atActivation(next), func(a, b spec.InitContainer) bool {
 		return reflect.DeepEqual(a, b) &&
 			slices.Equal(prev.ProcessEnvAs(a.Env, a.Identity()), next.ProcessEnvAs(b.Env, b.Identity())) &&
 			prev.WorkDir(a.WorkingDir) == next.WorkDir(b.WorkingDir)
@@ -167,7 +171,7 @@ func (sv *Supervisor) runReprepare(rp *reprep, old []*container.Container) {
 		err = sv.prepareFiles(ctx, rp.next)
 	}
 	if err == nil {
-		err = sv.runInitContainers(ctx, rp.next)
+		err = sv.runInitContainers(ctx, rp.next, true)
 	}
 	step := reloadStep{reprep: rp, prepared: true, err: err}
 	select {

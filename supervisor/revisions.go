@@ -10,6 +10,7 @@ import (
 
 	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/internal/promtext"
+	"github.com/tend-sh/tend/proc"
 	"github.com/tend-sh/tend/resources"
 	"github.com/tend-sh/tend/revisions"
 	"github.com/tend-sh/tend/spec"
@@ -279,14 +280,67 @@ func (sv *Supervisor) beginInstall(next *spec.Spec, source string, data []byte, 
 // from a file the instance has with the same checksum). Nothing running is touched.
 func (sv *Supervisor) installRevision(ctx context.Context, id string, s *spec.Spec) error {
 	st := sv.rev.store
-	if st.Disabled != nil || len(s.Resources) == 0 {
-		return nil // fetched at activation, before anything stops
+	if st.Disabled == nil && len(s.Resources) > 0 {
+		sums, err := sv.resourceManager().Install(ctx, s, st.ResourcesDir(id), resources.DefaultOptions().ReloadRounds)
+		if rerr := st.Record(id, sums); rerr != nil && err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return err
+		}
+	} // else: fetched at activation, before anything stops
+	return sv.runInstallInits(ctx, id, s)
+}
+
+// installInitTries is how many times an init container with at: install may fail
+// before the install fails (the active revision runs meanwhile: a broken one must
+// not hold every later install back).
+const installInitTries = 3
+
+// runInstallInits runs the init containers of s with at: install, in order, in
+// revision id's store, within instance.init_timeout_ms when set. They are not in the
+// status document (its init_containers are the active revision's); their output is
+// logged and kept as any init container's.
+func (sv *Supervisor) runInstallInits(ctx context.Context, id string, s *spec.Spec) error {
+	if t := spec.Ms(s.Instance.InitTimeoutMs); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
 	}
-	sums, err := sv.resourceManager().Install(ctx, s, st.ResourcesDir(id), resources.DefaultOptions().ReloadRounds)
-	if rerr := st.Record(id, sums); rerr != nil && err == nil {
-		err = rerr
+	for i := range s.InitContainers {
+		ic := &s.InitContainers[i]
+		if ic.At != spec.AtInstall {
+			continue
+		}
+		dir, err := sv.revisionDir(id, ic.Name)
+		if err != nil {
+			return err
+		}
+		sv.log.Info().Str("init_container", ic.Name).Str("revision", id).Msg("running init container at install")
+		runCtx, cancel := context.WithCancel(ctx)
+		tries, last := 0, proc.Exit{}
+		err = sv.runInit(runCtx, s, ic, dir, nil, func(e proc.Exit, retryIn time.Duration) {
+			tries, last = tries+1, e
+			ev := sv.log.Info()
+			if !e.Success() {
+				ev = sv.log.Warn().Int("try", tries)
+				if tries >= installInitTries {
+					cancel()
+				}
+			}
+			ev.Str("init_container", ic.Name).Str("revision", id).Str("exit", e.String()).Msg("init container finished")
+		})
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil && tries >= installInitTries:
+			return fmt.Errorf("init container %q: %s (%d tries)", ic.Name, last, tries)
+		case errors.Is(err, context.DeadlineExceeded):
+			return fmt.Errorf("init container %q: the install took longer than instance.init_timeout_ms (%v)", ic.Name, spec.Ms(s.Instance.InitTimeoutMs))
+		case err != nil:
+			return fmt.Errorf("init container %q: %w", ic.Name, err)
+		}
 	}
-	return err
+	return nil
 }
 
 // onInstalled ends the install of a revision on the main loop: a failed one is

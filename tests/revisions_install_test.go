@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -152,5 +153,68 @@ containers:
 	}
 	if got, _ := os.ReadFile(filepath.Join(tp.dir, "data/hello.txt")); string(got) != "hello from v2\n" || srv.count("/d.tar") != 1 {
 		t.Errorf("after activating v2 again: data/hello.txt %q, d.tar fetched %d times; want its content, fetched once", got, srv.count("/d.tar"))
+	}
+}
+
+// An init container with at: install runs when its revision is installed, in the
+// revision's store ({REVISION_DIR}, also its working directory and $REVISION_DIR),
+// while the active revision keeps serving; the activation that follows runs the
+// init containers with at: activate and not it again.
+func TestRevisionInitContainerAtInstall(t *testing.T) {
+	web := `
+containers:
+  - name: web
+    command: ["{SELF}", "{DIR}/env", "notify"]
+    sockets: [{listen: "{ADDR}"}]
+    readiness_probe: {notify: {}}
+`
+	tp, addr := startSockets(t, "instance: {revision: v1}\n"+web)
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	v1pid, err := ask(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	v2 := `instance: {revision: v2}
+init_containers:
+  - name: unpack
+    at: install
+    command: ["sh", "-c", "pwd > where; echo $REVISION_DIR >> where; echo run >> {REVISION_DIR}/runs; touch {DIR}/install-began; while [ ! -e {DIR}/go-on ]; do sleep 0.02; done"]
+  - name: migrate
+    command: ["sh", "-c", "echo run >> {DIR}/activate-runs"]
+` + strings.NewReplacer("{SELF}", self, "{ADDR}", addr).Replace(web)
+	apply := exec.Command(tendBin, "apply", writeFile(t, tp, "v2.yaml", v2), "--listen", "unix:"+tp.sock)
+	var out bytes.Buffer
+	apply.Stdout, apply.Stderr = &out, &out
+	if err := apply.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "install-began"))
+	// The install is under way: v1 serves, v2 is Installing.
+	for i := 0; i < 20; i++ {
+		if pid, err := ask(addr); err != nil || pid != v1pid {
+			t.Fatalf("during the install: answered by %d (%v), want v1's process %d", pid, err, v1pid)
+		}
+	}
+	d, _ := tp.status()
+	if v2 := revisionEntry(d, "v2"); d.Revision != "v1" || v2.Installed.Reason != status.ReasonInstalling {
+		t.Errorf("during the install: revision %s, v2 installed %+v; want v1 active, v2 Installing", d.Revision, v2.Installed)
+	}
+	if err := os.WriteFile(filepath.Join(tp.dir, "go-on"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply.Wait(); err != nil {
+		t.Fatalf("tend apply v2: %v:\n%s", err, out.String())
+	}
+	tp.waitStatus(10*time.Second, "v2 active and ready", func(d status.Document) bool { return d.Revision == "v2" && d.Ready.True() })
+	store := filepath.Join(tp.dir, ".tend/revisions/v2")
+	if got, _ := os.ReadFile(filepath.Join(store, "where")); string(got) != store+"\n"+store+"\n" {
+		t.Errorf("the install's init container ran in %q; want the store %s (pwd and $REVISION_DIR)", got, store)
+	}
+	if got, _ := os.ReadFile(filepath.Join(store, "runs")); string(got) != "run\n" {
+		t.Errorf("the at: install init container ran %q; want once, at install", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tp.dir, "activate-runs")); string(got) != "run\n" {
+		t.Errorf("the at: activate init container ran %q; want once, at activation", got)
 	}
 }
