@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tend-sh/tend/internal/promtext"
+	"github.com/tend-sh/tend/status"
 )
 
 // processStart stands for the start of tend's process: package variables are set
@@ -42,6 +43,17 @@ func writeProcessMetrics(w io.Writer) {
 	promtext.Float(w, "process_start_time_seconds", float64(processStart.UnixMilli())/1000)
 	promtext.Family(w, "go_goroutines", "gauge", "Goroutines in tend.")
 	promtext.Uint(w, "go_goroutines", uint64(runtime.NumGoroutine()))
+}
+
+// selfProcess is tend's own process for the status document: its pid, start, CPU
+// time and resident set (one read of /proc/self/stat).
+func selfProcess() *status.Process {
+	p := &status.Process{Pid: os.Getpid(), StartedAt: status.At(processStart)}
+	if st, ok := readSelfStat(); ok {
+		p.CPUSeconds = float64(st.utime+st.stime) / userHZ
+		p.MemoryBytes = int64(st.rssPages) * int64(os.Getpagesize())
+	}
+	return p
 }
 
 // userHZ is the unit of the CPU times in /proc/PID/stat: fixed at 100 for user space.

@@ -57,7 +57,9 @@ func (a *Server) handler(trusted bool) http.Handler {
 
 // serveStatus is GET /v1/status: the status document.
 func (a *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, a.sv.Status())
+	doc := a.sv.Status()
+	doc.Tend = selfProcess()
+	writeJSON(w, http.StatusOK, doc)
 }
 
 // serveContainer is GET /v1/containers/NAME: the container's status entry with its

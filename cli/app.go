@@ -104,6 +104,7 @@ func newApp() *cli.App {
 			applyCommand(),
 			activateCommand(),
 			rollbackCommand(),
+			topCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version",

@@ -88,6 +88,7 @@ func watchStatus(api *api, asJSON bool, out *os.File) error {
 			return fail(1, "status: bad answer: %v", err)
 		}
 		doc.LastHeartbeatTime = nil // moves with every report without anything changing
+		doc.Tend = nil              // tend's own CPU time moves with every read
 		if !redraw {
 			// Usage moves with every sample (each second): appended, it would print a
 			// table a second. On a terminal the redrawn table shows it as it moves.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,7 +48,36 @@ func logsCommand() *cli.Command {
 
 // streamLogs prints the answer line by line as it arrives, until tend ends it.
 func streamLogs(a *api, path string, asJSON bool, out io.Writer) error {
-	req, err := http.NewRequest(route.Logs.Method, a.base+path, nil)
+	return readLogs(context.Background(), a, path, func(line []byte) error {
+		// One write per line: a follower sees each line as it comes.
+		if asJSON {
+			fmt.Fprintf(out, "%s\n", line)
+			return nil
+		}
+		e, err := logEntry(line)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s %s | %s\n", e.Time, e.Container, e.Line)
+		return nil
+	})
+}
+
+// logLine is one line of GET /v1/logs.
+type logLine struct{ Time, Container, Line string }
+
+func logEntry(b []byte) (logLine, error) {
+	var e logLine
+	if json.Unmarshal(b, &e) != nil {
+		return e, fail(1, "logs: bad answer: %q", b)
+	}
+	return e, nil
+}
+
+// readLogs asks for path (GET /v1/logs with its query) and hands each line of the
+// answer to each as it arrives, until tend ends it, ctx ends or each fails.
+func readLogs(ctx context.Context, a *api, path string, each func([]byte) error) error {
+	req, err := http.NewRequestWithContext(ctx, route.Logs.Method, a.base+path, nil)
 	if err != nil {
 		return fail(2, "bad --listen address %q: %v", a.addr, err)
 	}
@@ -71,16 +101,9 @@ func streamLogs(a *api, path string, asJSON bool, out io.Writer) error {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20) // a 64 KiB line, JSON-escaped
 	for sc.Scan() {
-		// One write per line: a follower sees each line as it comes.
-		if asJSON {
-			fmt.Fprintf(out, "%s\n", sc.Bytes())
-			continue
+		if err := each(sc.Bytes()); err != nil {
+			return err
 		}
-		var e struct{ Time, Container, Line string }
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			return fail(1, "logs: bad answer: %q", sc.Text())
-		}
-		fmt.Fprintf(out, "%s %s | %s\n", e.Time, e.Container, e.Line)
 	}
 	return nil // the stream ended: tend stopped, or it was not a follow
 }

@@ -183,6 +183,8 @@ func (c *Container) Status() status.Container {
 	if u := c.usage.Load(); u != nil {
 		st.Usage = *u
 	}
+	cpu, mem, pids := c.Spec().Limits.Values()
+	st.Limits = status.Limits{CPU: cpu, MemoryBytes: mem, Pids: pids}
 	return st
 }
 

@@ -258,6 +258,25 @@ type Container struct {
 	LimitsReason string `json:"limits_reason,omitempty"`
 	// Usage is what the container uses (docs/reference.md "Cgroups and limits"), from its cgroup or /proc.
 	Usage Usage `json:"usage"`
+	// Limits are the container's own limits as its spec sets them, so that usage can
+	// be shown against them (tend top's 120Mi/512Mi).
+	Limits Limits `json:"limits"`
+}
+
+// Limits are a container's cgroup limits as its spec sets them; 0 is none. Whether
+// they could be applied is the container's limits_applied.
+type Limits struct {
+	CPU         float64 `json:"cpu"` // cores
+	MemoryBytes int64   `json:"memory_bytes"`
+	Pids        int64   `json:"pids"`
+}
+
+// Process is tend's own process as GET /v1/status shows it (tend top's header).
+type Process struct {
+	Pid         int     `json:"pid"`
+	StartedAt   Time    `json:"started_at"`
+	CPUSeconds  float64 `json:"cpu_seconds"`  // user and system, since it started
+	MemoryBytes int64   `json:"memory_bytes"` // resident set
 }
 
 // State is the state of a container or an init container.
@@ -342,6 +361,9 @@ type Document struct {
 	LastHeartbeatTime   *Time  `json:"last_heartbeat_time,omitempty"`
 	// Cgroups says how containers are placed (docs/reference.md "Cgroups and limits").
 	Cgroups Cgroups `json:"cgroups"`
+	// Tend is tend's own process: only in the answer of GET /v1/status, read as it
+	// is asked for (not in reports, which would change with every one).
+	Tend *Process `json:"tend,omitempty"`
 }
 
 // Cgroups is the instance's cgroup mode, and why off.
