@@ -54,6 +54,7 @@ func (rr *reportReceiver) all() []status.Document {
 // comparable drops what differs between two documents of the same state.
 func comparable(d status.Document) string {
 	d.LastHeartbeatTime = nil
+	d.Tend = nil // tend's own process: only GET /v1/status has it
 	b, _ := json.Marshal(d)
 	return string(b)
 }
