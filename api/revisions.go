@@ -67,7 +67,8 @@ func revisionCode(err error) int {
 	case errors.Is(err, supervisor.ErrNoRevision):
 		return http.StatusNotFound
 	case errors.Is(err, supervisor.ErrNotInstalled), errors.Is(err, supervisor.ErrNoStable), errors.Is(err, supervisor.ErrActive),
-		errors.Is(err, supervisor.ErrConflict), errors.Is(err, supervisor.ErrPreparing), errors.Is(err, supervisor.ErrStopping):
+		errors.Is(err, supervisor.ErrConflict), errors.Is(err, supervisor.ErrPreparing), errors.Is(err, supervisor.ErrStopping),
+		errors.Is(err, supervisor.ErrSuperseded):
 		return http.StatusConflict
 	case errors.Is(err, supervisor.ErrInstallFailed):
 		return http.StatusBadGateway

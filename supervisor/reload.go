@@ -28,7 +28,7 @@ const specReadTimeout = 10 * time.Second
 func (sv *Supervisor) reload(req request) {
 	if sv.reloading {
 		sv.log.Info().Msg("reload queued behind the reload in progress")
-		sv.pending = append(sv.pending, req)
+		sv.queueRevision(req)
 		return
 	}
 	sv.reloading = true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/tend-sh/tend/container"
@@ -34,6 +35,9 @@ var (
 	// ErrInstallFailed: a revision's static resource could not be fetched into its
 	// store; nothing that runs changed.
 	ErrInstallFailed = errors.New("install failed")
+	// ErrSuperseded: a revision waiting for the install under way was replaced by a
+	// newer one before its own install began.
+	ErrSuperseded = errors.New("superseded before its install began by")
 )
 
 // activation is the revision a reload under way activates.
@@ -341,6 +345,49 @@ func (sv *Supervisor) runInstallInits(ctx context.Context, id string, s *spec.Sp
 		}
 	}
 	return nil
+}
+
+// queueRevision holds a revision given while a reload or an install runs (an apply,
+// a reload of the spec file) until it ends. Installs run one at a time and the
+// newest waiting one wins: the revision already waiting is dropped, its caller
+// answered ErrSuperseded — but a waiting reload replaced by another reload is
+// answered with it (both read the same file).
+func (sv *Supervisor) queueRevision(req request) {
+	var merged []func(error)
+	sv.pending = slices.DeleteFunc(sv.pending, func(w request) bool {
+		if w.kind != reqApply && w.kind != reqReload {
+			return false
+		}
+		switch {
+		case w.reply == nil:
+		case w.kind == reqReload && req.kind == reqReload:
+			merged = append(merged, w.reply)
+		default:
+			w.reply(fmt.Errorf("%w %s", ErrSuperseded, describeRevisionReq(req)))
+		}
+		sv.log.Info().Str("revision", describeRevisionReq(w)).Str("by", describeRevisionReq(req)).Msg("a waiting revision superseded by a newer one")
+		return true
+	})
+	if len(merged) > 0 {
+		first := req.reply
+		req.reply = func(err error) {
+			for _, r := range merged {
+				r(err)
+			}
+			if first != nil {
+				first(err)
+			}
+		}
+	}
+	sv.pending = append(sv.pending, req)
+}
+
+// describeRevisionReq names the revision an apply or a reload gives.
+func describeRevisionReq(req request) string {
+	if req.kind == reqApply {
+		return "revision " + req.name
+	}
+	return "a reload of the spec file"
 }
 
 // onInstalled ends the install of a revision on the main loop: a failed one is
@@ -683,7 +730,7 @@ func (sv *Supervisor) Revisions() []status.Revision {
 func (sv *Supervisor) apply(req request) {
 	if sv.reloading {
 		sv.log.Info().Str("revision", req.name).Msg("apply queued behind the reload in progress")
-		sv.pending = append(sv.pending, req)
+		sv.queueRevision(req)
 		return
 	}
 	sv.reloading = true

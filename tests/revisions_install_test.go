@@ -218,3 +218,62 @@ init_containers:
 		t.Errorf("the at: activate init container ran %q; want once, at activation", got)
 	}
 }
+
+// Installs run one at a time and the newest waiting one wins: with v2 installing
+// and v3 then v4 given meanwhile, v3 is dropped (its tend apply fails saying it was
+// superseded by v4, and it is not listed) and v4 is installed next.
+func TestRevisionNewestWaitingInstallWins(t *testing.T) {
+	specOf := func(id, initCmd string) string {
+		s := "instance: {revision: " + id + "}\n"
+		if initCmd != "" {
+			s += "init_containers:\n  - {name: slow, at: install, command: [\"sh\", \"-c\", \"" + initCmd + "\"]}\n"
+		}
+		return s + `containers:
+  - name: web
+    command: [sh, -c, "touch seen; exec sleep 1000"]
+    env: [{name: V, value: ` + id + `}]
+    readiness_probe: {exec: {command: test -f seen}, period: 50ms, initial_delay: 0s}
+`
+	}
+	tp := start(t, specOf("v1", ""))
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	applyBg := func(id, spec string, flags ...string) (*exec.Cmd, *bytes.Buffer) {
+		cmd := exec.Command(tendBin, append([]string{"apply", writeFile(t, tp, id+".yaml", spec), "--listen", "unix:" + tp.sock}, flags...)...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &out
+	}
+	queued := func(id string) func() (bool, string) {
+		return func() (bool, string) {
+			return strings.Contains(tp.stderr.String(), `"revision":"`+id+`","time"`) && strings.Contains(tp.stderr.String(), "apply queued behind the reload in progress"), ""
+		}
+	}
+	// v2 is active only until v4 takes over: its apply does not wait for that.
+	a2, out2 := applyBg("v2", specOf("v2", "touch {DIR}/v2-began; while [ ! -e {DIR}/go-on ]; do sleep 0.02; done"), "--no-wait")
+	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "v2-began"))
+	a3, out3 := applyBg("v3", specOf("v3", "touch {DIR}/v3-ran"))
+	waitFor(t, 10*time.Second, "v3 waiting", queued("v3"))
+	a4, out4 := applyBg("v4", specOf("v4", ""))
+	waitFor(t, 10*time.Second, "v4 waiting", queued("v4"))
+	os.WriteFile(filepath.Join(tp.dir, "go-on"), nil, 0o644)
+
+	if err := a3.Wait(); err == nil || !strings.Contains(out3.String(), "superseded before its install began by revision v4") {
+		t.Errorf("tend apply v3: %v:\n%s\nwant a failure saying v4 superseded it", err, out3)
+	}
+	if err := a2.Wait(); err != nil {
+		t.Errorf("tend apply v2: %v:\n%s", err, out2)
+	}
+	if err := a4.Wait(); err != nil {
+		t.Errorf("tend apply v4: %v:\n%s", err, out4)
+	}
+	d := tp.waitStatus(10*time.Second, "v4 active and ready", func(d status.Document) bool { return d.Revision == "v4" && d.Ready.True() })
+	if revisionEntry(d, "v3").ID != "" || revisionEntry(d, "v2").ID != "v2" {
+		t.Errorf("revisions %+v; want v2 and v4 listed, not v3", d.Revisions)
+	}
+	if _, err := os.Stat(filepath.Join(tp.dir, "v3-ran")); err == nil {
+		t.Errorf("v3's install ran")
+	}
+}
