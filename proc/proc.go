@@ -122,6 +122,9 @@ type Process struct {
 	// onExit (OnExit) is written holding reapMu for reading and runningMu, and
 	// read by the reaper, which holds reapMu for writing.
 	onExit func()
+	// mark is the TEND_RUN it was started with ("" if none): what is below it is that
+	// run's (markCandidates).
+	mark string
 
 	outputDone chan struct{}
 	output     *procOutput // the output pipes, the poller's; nil when none
@@ -153,7 +156,7 @@ func Start(c Cmd) (*Process, error) {
 	defer out.closeChildEnds()
 
 	startReaper()
-	p := &Process{done: make(chan struct{}), outputDone: make(chan struct{})}
+	p := &Process{done: make(chan struct{}), outputDone: make(chan struct{}), mark: envMark(c.Env)}
 	attr := &syscall.ProcAttr{
 		Dir:   c.Dir,
 		Env:   c.Env,

@@ -1,8 +1,10 @@
 package proc
 
 import (
+	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -49,6 +51,59 @@ func TestKillMarked(t *testing.T) {
 	}
 	waitDone(t, p)
 	waitGone(t, gc)
+	if s, _ := procState(kept.Pid()); s == "" || s == "Z" {
+		t.Error("a process of another run was killed")
+	}
+}
+
+// Runs that end together share the scans: ten kills asked for while a scan is under
+// way are served by the next scan and one that finds none, not by two scans each
+// (a stop with N containers read every process N times).
+func TestKillMarkedSharesScans(t *testing.T) {
+	const n = 10
+	var marks []string
+	for i := 0; i < n; i++ {
+		marks = append(marks, NewRunMark("/srv/app", fmt.Sprintf("c%d", i)))
+		c := sh(`exec sleep 600`)
+		c.Env = WithRunMark(os.Environ(), marks[i])
+		start(t, c)
+	}
+	keep := sh(`exec sleep 600`)
+	keep.Env = WithRunMark(os.Environ(), NewRunMark("/srv/app", "other"))
+	kept := start(t, keep)
+
+	var scans atomic.Int32
+	first, release := make(chan struct{}), make(chan struct{})
+	sweepScanned = func() {
+		if scans.Add(1) == 1 {
+			close(first)
+			<-release
+		}
+	}
+	t.Cleanup(func() { sweepScanned = func() {} })
+	killed := make(chan int, n)
+	kill := func(mark string) { killed <- KillMarked(mark, 10*time.Second) }
+	go kill(marks[0])
+	<-first // the first scan is under way: the others wait for the next
+	for _, m := range marks[1:] {
+		go kill(m)
+	}
+	waitFor(t, "nine kills waiting", func() (bool, string) {
+		sweep.mu.Lock()
+		defer sweep.mu.Unlock()
+		return len(sweep.pending) == n-1, fmt.Sprintf("%d waiting", len(sweep.pending))
+	})
+	close(release)
+	for i := 0; i < n; i++ {
+		if k := <-killed; k != 1 {
+			t.Errorf("KillMarked = %d, want 1", k)
+		}
+	}
+	// 1: the first mark's process; 2: the nine others' (the first finds none);
+	// 3: none of the nine.
+	if s := scans.Load(); s != 3 {
+		t.Errorf("%d scans for %d runs ending together, want 3", s, n)
+	}
 	if s, _ := procState(kept.Pid()); s == "" || s == "Z" {
 		t.Error("a process of another run was killed")
 	}
