@@ -277,3 +277,98 @@ func TestRevisionNewestWaitingInstallWins(t *testing.T) {
 		t.Errorf("v3's install ran")
 	}
 }
+
+// A store whose file no longer matches its checksum is not trusted: going back to
+// the revision fetches the resource again, before anything stops, and the instance
+// runs the right content.
+func TestRevisionCorruptStoreFetchedAgain(t *testing.T) {
+	srv := newFileServer(t, map[string]string{"/a.bin": "version a\n", "/b.bin": "version b\n"})
+	specOf := func(id, file string) string {
+		return `instance: {revision: ` + id + `}
+resources:
+  - {name: model.bin, urls: ["` + srv.URL + `/` + file + `"], checksum: "` + md5of(strings.TrimSuffix("version "+file, ".bin")+"\n") + `"}
+containers:
+  - name: web
+    command: [sh, -c, "cat model.bin > seen; exec sleep 1000"]
+    readiness_probe: {exec: {command: test -s seen}, period: 50ms, initial_delay: 0s}
+`
+	}
+	tp := start(t, specOf("v1", "a.bin"))
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	stored := filepath.Join(tp.dir, ".tend/revisions/v1/resources/model.bin")
+	waitFor(t, 10*time.Second, "v1's resource kept in its store", func() (bool, string) {
+		_, err := os.Stat(stored)
+		return err == nil, ""
+	})
+	if out, code := tendCtl(t, tp, "apply", writeFile(t, tp, "v2.yaml", specOf("v2", "b.bin"))); code != 0 {
+		t.Fatalf("tend apply v2: exit %d:\n%s", code, out)
+	}
+	// The store's copy rots (a disk error, a hand edit), same size.
+	if err := os.WriteFile(stored, []byte("version x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.count("/a.bin")
+	if out, code := tendCtl(t, tp, "rollback"); code != 0 || !strings.Contains(out, "v1: active and ready") {
+		t.Fatalf("tend rollback: exit %d:\n%s", code, out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tp.dir, "model.bin")); string(got) != "version a\n" {
+		t.Errorf("model.bin after the rollback = %q, want version a", got)
+	}
+	waitFor(t, 10*time.Second, "web reading version a", func() (bool, string) {
+		got, _ := os.ReadFile(filepath.Join(tp.dir, "seen"))
+		return string(got) == "version a\n", string(got)
+	})
+	if n := srv.count("/a.bin"); n != before+1 {
+		t.Errorf("a.bin fetched %d times by the rollback; want once (the store's copy does not verify)", n-before)
+	}
+	log := tp.stderr.String()
+	log = log[strings.LastIndex(log, "rollback requested"):]
+	fetch, stop := strings.Index(log, `"message":"fetching resource"`), strings.Index(log, `"message":"stopping"`)
+	if fetch < 0 || stop < 0 || fetch > stop {
+		t.Errorf("the rollback's fetch (at %d) did not come before web was stopped (at %d):\n%s", fetch, stop, log)
+	}
+	// Ready again, v1's store holds the good file again.
+	waitFor(t, 10*time.Second, "v1's store repaired", func() (bool, string) {
+		got, _ := os.ReadFile(stored)
+		return string(got) == "version a\n", string(got)
+	})
+}
+
+// A read-only instance.dir keeps no revisions but the active one, and tend says so
+// at start: an apply still installs and activates, the revision it replaced is not
+// kept, and there is nothing to roll back to.
+func TestRevisionReadOnlyInstanceDirKeepsOnlyTheActive(t *testing.T) {
+	needPID1(t) // a mount namespace of its own
+	ro := []string{"unshare", "--mount", "sh", "-c", `mount --bind "$RO" "$RO" && mount -o remount,bind,ro "$RO" && exec "$@"`, "sh"}
+	specOf := func(id string) string {
+		return `instance: {revision: ` + id + `, dir: "{DIR}/ro"}
+containers:
+  - name: web
+    command: [sh, -c, "exec sleep 1000"]
+    env: [{name: V, value: ` + id + `}]
+    readiness_probe: {exec: {command: "true"}, period: 50ms, initial_delay: 0s}
+`
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ro"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tp := start(t, specOf("v1"), runOpts{dir: dir, wrap: ro, env: []string{"RO=" + filepath.Join(dir, "ro")}, args: []string{"--listen", "unix:{DIR}/tend.sock"}})
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	waitFor(t, 5*time.Second, "the warning at start", func() (bool, string) {
+		return strings.Contains(tp.stderr.String(), "only the active revision is kept"), tail(tp.stderr.String(), 2000)
+	})
+	if out, code := tendCtl(t, tp, "apply", writeFile(t, tp, "v2.yaml", strings.ReplaceAll(specOf("v2"), "{DIR}", dir))); code != 0 {
+		t.Fatalf("tend apply v2: exit %d:\n%s", code, out)
+	}
+	d := tp.waitStatus(10*time.Second, "v2 active and ready", func(d status.Document) bool { return d.Revision == "v2" && d.Ready.True() })
+	if len(d.Revisions) != 1 || d.Revisions[0].ID != "v2" {
+		t.Errorf("revisions %+v; want v2 alone", d.Revisions)
+	}
+	if out, code := tendCtl(t, tp, "rollback"); code != 1 || !strings.Contains(out, "no stable revision") {
+		t.Errorf("tend rollback: exit %d:\n%s\nwant exit 1, no stable revision", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ro/.tend")); !os.IsNotExist(err) {
+		t.Errorf("a read-only instance.dir has .tend: %v", err)
+	}
+}
