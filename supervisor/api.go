@@ -172,25 +172,28 @@ func (sv *Supervisor) Do(ctx context.Context, kind Action, name string) error {
 	}
 }
 
-// handle runs a container request or a reload in the main loop.
+// handle runs a request of the API in the main loop: a reload or a revision's,
+// or one for a container.
 func (sv *Supervisor) handle(req request) {
 	switch req.kind {
 	case reqReload:
 		sv.reload(req)
-		return
 	case reqActivate:
 		sv.activate(req)
-		return
 	case reqRollback:
 		sv.rollback(req)
-		return
 	case reqDelete:
 		sv.deleteRevision(req)
-		return
 	case reqApply:
 		sv.apply(req)
-		return
+	default:
+		sv.handleContainer(req)
 	}
+}
+
+// handleContainer runs a restart, stop or start of one container, or queues it
+// behind the reload in progress.
+func (sv *Supervisor) handleContainer(req request) {
 	if sv.reprep != nil {
 		// Re-preparing: the containers are stopping or gone, as while preparing.
 		req.reply(errPreparing)
