@@ -35,6 +35,30 @@ const (
 // from the revision tend runs. The watch ends with ctx; the returned function
 // closes it.
 func (sv *Supervisor) watchSpec(ctx context.Context, path string) (func(), error) {
+	f, err := openWatch(path)
+	if err != nil {
+		return nil, err
+	}
+	events := readEvents(f)
+	sv.mu.Lock()
+	last := sv.spec.FileDigest()
+	sv.mu.Unlock()
+	// Through the *os.File once it owns the descriptor: after Close its number may
+	// be another file's.
+	rewatch := func() {
+		if rc, err := f.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { watchTarget(int(fd), path) })
+		}
+	}
+	go sv.watchLoop(ctx, path, last, events, rewatch)
+	sv.log.Info().Str("dir", filepath.Dir(path)).Msg("watching the spec file for changes")
+	return func() { f.Close() }, nil
+}
+
+// openWatch opens an inotify descriptor watching the spec file's directory and the
+// one its symlinks lead to. A non-blocking descriptor goes to Go's poller: Read
+// parks the goroutine instead of a thread, and Close wakes it.
+func openWatch(path string) (*os.File, error) {
 	dir := filepath.Dir(path)
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
@@ -45,9 +69,12 @@ func (sv *Supervisor) watchSpec(ctx context.Context, path string) (func(), error
 		return nil, fmt.Errorf("--watch: watch %s: %w", dir, err)
 	}
 	watchTarget(fd, path)
-	// A non-blocking descriptor goes to Go's poller: Read parks the goroutine
-	// instead of a thread, and Close wakes it.
-	f := os.NewFile(uintptr(fd), "inotify")
+	return os.NewFile(uintptr(fd), "inotify"), nil
+}
+
+// readEvents reads f until it is closed and signals on the returned channel that
+// events arrived (several coalesce into one), closing it at the end.
+func readEvents(f *os.File) <-chan struct{} {
 	events := make(chan struct{}, 1)
 	go func() {
 		defer close(events)
@@ -63,19 +90,7 @@ func (sv *Supervisor) watchSpec(ctx context.Context, path string) (func(), error
 			}
 		}
 	}()
-	sv.mu.Lock()
-	last := sv.spec.FileDigest()
-	sv.mu.Unlock()
-	// Through the *os.File once it owns the descriptor: after Close its number may
-	// be another file's.
-	rewatch := func() {
-		if rc, err := f.SyscallConn(); err == nil {
-			_ = rc.Control(func(fd uintptr) { watchTarget(int(fd), path) })
-		}
-	}
-	go sv.watchLoop(ctx, path, last, events, rewatch)
-	sv.log.Info().Str("dir", dir).Msg("watching the spec file for changes")
-	return func() { f.Close() }, nil
+	return events
 }
 
 // watchTarget also watches the directory the spec's symlinks lead to, when that is
