@@ -28,24 +28,13 @@ type ending struct {
 // once the containers have started), or how Run ends instead.
 func (sv *Supervisor) preparing(ctx context.Context, signals <-chan os.Signal, srv API) ([]request, *ending) {
 	sv.log.Info().Str("instance", sv.spec.Instance.Name).Str("revision", sv.revision).Msg("preparing")
-	prepared := make(chan error, 1)
-	prepCtx, cancelPrep := context.WithCancel(sv.runCtx)
-	if t := spec.Ms(sv.spec.Instance.InitTimeoutMs); t > 0 {
-		prepCtx, cancelPrep = context.WithTimeout(sv.runCtx, t)
-	}
-	defer cancelPrep()
-	go func() { prepared <- sv.prepare(prepCtx) }()
-	// abort ends preparing early: whatever runs is cancelled and waited for.
-	abort := func(code int, err error) *ending {
-		cancelPrep()
-		<-prepared
-		sv.setInstance(status.InstanceStopped, nil)
-		return &ending{code, err}
-	}
+	prep := sv.startPreparing()
+	defer prep.cancel()
+	abort := func(code int, err error) *ending { return sv.abortPreparing(prep, code, err) }
 	var queued []request
 	for {
 		select {
-		case err := <-prepared:
+		case err := <-prep.done:
 			return queued, sv.prepared(err)
 		case sig := <-signals:
 			switch sv.onSignal(phasePreparing, sig) {
@@ -71,6 +60,31 @@ func (sv *Supervisor) preparing(ctx context.Context, signals <-chan os.Signal, s
 			return queued, abort(0, nil)
 		}
 	}
+}
+
+// preparation is the prepare phase running beside the main loop.
+type preparation struct {
+	done   chan error // prepare's result
+	cancel context.CancelFunc
+}
+
+// startPreparing runs prepare, bounded by init_timeout_ms.
+func (sv *Supervisor) startPreparing() *preparation {
+	ctx, cancel := context.WithCancel(sv.runCtx)
+	if t := spec.Ms(sv.spec.Instance.InitTimeoutMs); t > 0 {
+		ctx, cancel = context.WithTimeout(sv.runCtx, t)
+	}
+	prep := &preparation{done: make(chan error, 1), cancel: cancel}
+	go func() { prep.done <- sv.prepare(ctx) }()
+	return prep
+}
+
+// abortPreparing ends preparing early: whatever runs is cancelled and waited for.
+func (sv *Supervisor) abortPreparing(prep *preparation, code int, err error) *ending {
+	prep.cancel()
+	<-prep.done
+	sv.setInstance(status.InstanceStopped, nil)
+	return &ending{code, err}
 }
 
 // prepared ends preparing with its result: installed, or how Run ends.
