@@ -10,6 +10,7 @@ import (
 
 	"github.com/tend-sh/tend/container"
 	"github.com/tend-sh/tend/proc"
+	"github.com/tend-sh/tend/restart"
 	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
@@ -29,38 +30,17 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 	// own); then the emptied cgroups go.
 	defer sv.closeCgroups()
 	defer sv.killStrays()
-
-	// The instance lock and the listeners come first: a second tend of the same
-	// instance or sockets exits 1 before any resource or init container runs.
-	lock, err := lockInstance(sv.spec.Instance.Dir, sv.log)
+	srv, release, err := sv.claim()
+	defer release()
 	if err != nil {
-		return 1, &ExitError{err}
+		return 1, err
 	}
-	defer lock.release()
-	sv.openRevisions()
-	srv, err := sv.startAPI()
-	if err != nil {
-		return 1, &ExitError{err}
-	}
-	defer srv.Close()
-	if err := sv.openCgroups(); err != nil {
-		return 1, &ExitError{err}
-	}
-	defer sv.startReporter()()
-
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
-	sv.runCtx = runCtx
-	sv.reloadCtx, sv.cancelReload = context.WithCancel(runCtx)
-	defer sv.cancelReload()
-	go sv.sampleUsage(runCtx)
-	if sv.opts.WatchPath != "" {
-		stopWatch, err := sv.watchSpec(runCtx, sv.opts.WatchPath)
-		if err != nil {
-			sv.setInstance(status.InstanceStopped, nil)
-			return 1, &ExitError{err}
-		}
-		defer stopWatch()
+	stopRunning, err := sv.startRunning(runCtx)
+	defer stopRunning()
+	if err != nil {
+		return 1, err
 	}
 
 	queued, end := sv.preparing(ctx, signals, srv)
@@ -75,6 +55,53 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 		sv.reload(req)
 	}
 	return sv.supervise(ctx, signals, srv)
+}
+
+// claim takes what the instance holds while it runs: the instance lock and the
+// listeners come first, so that a second tend of the same instance or sockets exits
+// 1 before any resource or init container runs; then the revisions, the cgroups and
+// the reports. release gives back what was taken, in reverse order, also after an
+// error.
+func (sv *Supervisor) claim() (srv API, release func(), err error) {
+	var taken []func()
+	release = func() {
+		for i := len(taken) - 1; i >= 0; i-- {
+			taken[i]()
+		}
+	}
+	lock, err := lockInstance(sv.spec.Instance.Dir, sv.log)
+	if err != nil {
+		return nil, release, &ExitError{err}
+	}
+	taken = append(taken, lock.release)
+	sv.openRevisions()
+	if srv, err = sv.startAPI(); err != nil {
+		return nil, release, &ExitError{err}
+	}
+	taken = append(taken, srv.Close)
+	if err := sv.openCgroups(); err != nil {
+		return nil, release, &ExitError{err}
+	}
+	taken = append(taken, sv.startReporter())
+	return srv, release, nil
+}
+
+// startRunning starts what lives as long as the run: the contexts reloads and
+// containers run under, the usage sampler and the --watch of the spec file. The
+// returned function stops them, also after an error.
+func (sv *Supervisor) startRunning(runCtx context.Context) (stop func(), err error) {
+	sv.runCtx = runCtx
+	sv.reloadCtx, sv.cancelReload = context.WithCancel(runCtx)
+	go sv.sampleUsage(runCtx)
+	if sv.opts.WatchPath == "" {
+		return sv.cancelReload, nil
+	}
+	stopWatch, err := sv.watchSpec(runCtx, sv.opts.WatchPath)
+	if err != nil {
+		sv.setInstance(status.InstanceStopped, nil)
+		return sv.cancelReload, &ExitError{err}
+	}
+	return func() { stopWatch(); sv.cancelReload() }, nil
 }
 
 // startReporter starts the reports to --report-url, if any, and returns what stops
@@ -162,15 +189,7 @@ func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, s
 		case <-sv.rev.deadline:
 			sv.onRollbackDeadline()
 		case <-sv.changed:
-			sv.updateReady()
-			sv.revisionReady()
-			sv.gate()
-			if end := sv.instanceEnd(); end.Stop {
-				if end.GaveUp != "" {
-					sv.log.Error().Str("container", end.GaveUp).Int("exit_code", end.Code).Msg("restart limit reached and on_give_up is shutdown; stopping the instance")
-				} else {
-					sv.log.Info().Int("exit_code", end.Code).Msg("every container has finished")
-				}
+			if end := sv.onChanged(); end.Stop {
 				return sv.shutdown(signals, end.Code), nil
 			}
 		case err := <-srv.Failed():
@@ -180,6 +199,24 @@ func (sv *Supervisor) supervise(ctx context.Context, signals <-chan os.Signal, s
 			return sv.shutdown(signals, 0), nil
 		}
 	}
+}
+
+// onChanged follows a change of a container's status: the instance's readiness,
+// the active revision's, the containers waiting on conditions; and whether the
+// containers' ends stop the instance.
+func (sv *Supervisor) onChanged() restart.InstanceEnd {
+	sv.updateReady()
+	sv.revisionReady()
+	sv.gate()
+	end := sv.instanceEnd()
+	switch {
+	case !end.Stop:
+	case end.GaveUp != "":
+		sv.log.Error().Str("container", end.GaveUp).Int("exit_code", end.Code).Msg("restart limit reached and on_give_up is shutdown; stopping the instance")
+	default:
+		sv.log.Info().Int("exit_code", end.Code).Msg("every container has finished")
+	}
+	return end
 }
 
 // newContainer builds a container of spec s.
