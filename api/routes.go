@@ -146,7 +146,8 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	setWriteDeadline(w)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	// Compact: indenting was half of the CPU of a status read (100 containers: 5 ms
+	// and 103 KB indented, 2.4 ms and 67 KB not), which every tend top pays each
+	// second; the CLI indents what it prints for people (cli.writeBody).
+	_ = json.NewEncoder(w).Encode(v)
 }

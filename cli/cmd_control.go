@@ -59,8 +59,7 @@ func statusCommand() *cli.Command {
 // writeStatus writes a status document: the API's JSON as is, or a table.
 func writeStatus(w io.Writer, body []byte, asJSON bool) error {
 	if asJSON {
-		_, err := w.Write(body)
-		return err
+		return writeBody(w, body)
 	}
 	var doc status.Document
 	if err := json.Unmarshal(body, &doc); err != nil {
@@ -68,6 +67,18 @@ func writeStatus(w io.Writer, body []byte, asJSON bool) error {
 	}
 	printStatus(w, doc)
 	return nil
+}
+
+// writeBody writes a JSON answer of the API indented, as --json prints it (the API
+// answers compact JSON).
+func writeBody(w io.Writer, body []byte) error {
+	var b bytes.Buffer
+	if json.Indent(&b, body, "", "  ") != nil {
+		b.Reset()
+		b.Write(body)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // watchStatus prints the status, then again whenever it changes until tend stops

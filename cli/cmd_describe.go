@@ -35,8 +35,7 @@ func describeCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				_, err := os.Stdout.Write(body)
-				return err
+				return writeBody(os.Stdout, body)
 			}
 			var d status.ContainerDetail
 			if err := json.Unmarshal(body, &d); err != nil {

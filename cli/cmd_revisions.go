@@ -36,8 +36,7 @@ func revisionsCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				_, err := os.Stdout.Write(body)
-				return err
+				return writeBody(os.Stdout, body)
 			}
 			var doc struct {
 				Revisions []status.Revision `json:"revisions"`
