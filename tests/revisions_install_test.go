@@ -43,7 +43,7 @@ containers:
 `
 	}
 	tp := start(t, specOf("v1", "auto", "model.bin", "a.bin", "version a\n"))
-	d := tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	d := tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() && webPid(d) != 0 })
 	pid := webPid(d)
 	inPlace := func() string {
 		b, _ := os.ReadFile(filepath.Join(tp.dir, "model.bin"))
