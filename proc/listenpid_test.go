@@ -32,7 +32,7 @@ func TestListenPIDIsTheProcessOwnPid(t *testing.T) {
 }
 
 // The cost of the shim: a start to exit of /bin/true directly, and through the shim
-// for LISTEN_PID (docs/design.md "Sockets" has the figures).
+// for LISTEN_PID (docs/design.md "Performance" has the figures).
 func BenchmarkStartDirect(b *testing.B) { benchStart(b, os.Environ()) }
 
 func BenchmarkStartListenPID(b *testing.B) {

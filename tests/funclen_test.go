@@ -11,7 +11,7 @@ import (
 
 // maxFuncLines is the longest body (the lines between its braces) a function of the
 // packages that hold the lifecycles may have: a container's events and the
-// instance's phases read as named steps (docs/design.md "Rooms").
+// instance's phases read as named steps (docs/design.md "The rooms").
 const maxFuncLines = 40
 
 // TestFunctionsShort fails when a function of container/ or supervisor/ (tests
