@@ -209,6 +209,29 @@ func (st *Store) Known(id string) {
 	}
 }
 
+// IDs lists the revisions that have a store on disk.
+func (st *Store) IDs() []string {
+	if st.Disabled != nil {
+		return nil
+	}
+	d, err := beneath.OpenDir(st.dir, st.path(revisionsDir))
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids
+}
+
 // Remove removes revision id's store.
 func (st *Store) Remove(id string) error {
 	st.mu.Lock()

@@ -81,6 +81,21 @@ func (sv *Supervisor) openRevisions() {
 		sv.useSpec(start)
 	}
 	sv.beginFirstActivation(start, source, now)
+	sv.removeUnlisted()
+}
+
+// removeUnlisted removes the stores of revisions that are not listed: an install a
+// killed tend did not finish, a store its state file no longer names.
+func (sv *Supervisor) removeUnlisted() {
+	for _, id := range sv.rev.store.IDs() {
+		if sv.revs.Get(id) != nil {
+			continue
+		}
+		sv.log.Info().Str("revision", id).Msg("removing the store of a revision not listed (an install that did not finish)")
+		if err := sv.rev.store.Remove(id); err != nil {
+			sv.log.Warn().Err(err).Str("revision", id).Msg("cannot remove the revision's store")
+		}
+	}
 }
 
 // listKept lists the revisions the store kept: those installed, the one active at
@@ -265,7 +280,9 @@ func (sv *Supervisor) beginInstall(next *spec.Spec, source string, data []byte, 
 	} else {
 		sv.keepFileSpec(id, next)
 	}
-	sv.saveRevisions()
+	// The state file is not written until the install ends: a tend killed meanwhile
+	// starts again with what it had (the spec file's new revision, when the file
+	// changed; else the revision that was active), never with half an install.
 	sv.notify()
 	sv.log.Info().Str("revision", id).Str("source", source).Msg("installing revision")
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -370,5 +371,79 @@ containers:
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ro/.tend")); !os.IsNotExist(err) {
 		t.Errorf("a read-only instance.dir has .tend: %v", err)
+	}
+}
+
+// A tend killed (SIGKILL) in the middle of an install, or of a switch, starts again
+// with one whole revision: the old one when the install had not ended (the store of
+// the unfinished install removed), the new one when the switch had begun (its
+// resources and its containers, none of the old).
+func TestRevisionKilledMidInstallOrSwitch(t *testing.T) {
+	needPID1(t) // SIGKILL of tend ends its containers with its PID namespace
+	srv := newFileServer(t, map[string]string{"/a.bin": "version a\n", "/b.bin": "version b\n"})
+	specOf := func(id, file, inits string) string {
+		return `instance: {revision: ` + id + `}
+resources:
+  - {name: model.bin, urls: ["` + srv.URL + `/` + file + `"], checksum: "` + md5of(strings.TrimSuffix("version "+file, ".bin")+"\n") + `"}
+` + inits + `containers:
+  - name: web
+    command: [sh, -c, "echo $V $(cat model.bin) > seen; exec sleep 1000"]
+    env: [{name: V, value: ` + id + `}]
+    readiness_probe: {exec: {command: test -s seen}, period: 50ms, initial_delay: 0s}
+`
+	}
+	blocking := func(at, began string) string {
+		return "init_containers:\n  - {name: hold, at: " + at + ", command: [sh, -c, \"touch {DIR}/" + began + "; while [ ! -e {DIR}/go-on ]; do sleep 0.02; done\"]}\n"
+	}
+	runs := func(tp *tend, want string) {
+		t.Helper()
+		waitFor(t, 15*time.Second, "web running "+want, func() (bool, string) {
+			got, _ := os.ReadFile(filepath.Join(tp.dir, "seen"))
+			d, _ := tp.status()
+			return string(got) == want+"\n" && d.Ready.True(), string(got)
+		})
+	}
+	restart := func(tp *tend) *tend {
+		t.Helper()
+		tp.signal(syscall.SIGKILL)
+		tp.wait(10 * time.Second)
+		os.Remove(filepath.Join(tp.dir, "seen"))
+		spec, err := os.ReadFile(filepath.Join(tp.dir, "spec.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return start(t, string(spec), runOpts{dir: tp.dir})
+	}
+	applyBg := func(tp *tend, id, spec string) {
+		cmd := exec.Command(tendBin, "apply", writeFile(t, tp, id+".yaml", spec), "--listen", "unix:"+tp.sock, "--no-wait")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go cmd.Wait() // it fails when tend is killed
+	}
+
+	// Killed while v2 installs: v1 runs again, v2 is gone with its store.
+	tp := start(t, specOf("v1", "a.bin", ""))
+	runs(tp, "v1 version a")
+	applyBg(tp, "v2", specOf("v2", "b.bin", blocking("install", "install-began")))
+	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "install-began"))
+	tp = restart(tp)
+	runs(tp, "v1 version a")
+	if d, _ := tp.status(); d.Revision != "v1" || revisionEntry(d, "v2").ID != "" {
+		t.Errorf("after a kill mid-install: revision %s, revisions %+v; want v1 alone", d.Revision, d.Revisions)
+	}
+	if _, err := os.Stat(filepath.Join(tp.dir, ".tend/revisions/v2")); !os.IsNotExist(err) {
+		t.Errorf("the unfinished install's store is still there: %v", err)
+	}
+
+	// Killed while switching to v3 (its init container holds the re-prepare: the old
+	// containers have stopped, v3's resource is in place): v3 runs, whole.
+	applyBg(tp, "v3", specOf("v3", "b.bin", blocking("activate", "switch-began")))
+	waitFile(t, 10*time.Second, filepath.Join(tp.dir, "switch-began"))
+	os.WriteFile(filepath.Join(tp.dir, "go-on"), nil, 0o644) // the next start's init container passes
+	tp = restart(tp)
+	runs(tp, "v3 version b")
+	if d, _ := tp.status(); d.Revision != "v3" || !revisionEntry(d, "v1").Installed.True() {
+		t.Errorf("after a kill mid-switch: revision %s, revisions %+v; want v3 active, v1 kept", d.Revision, d.Revisions)
 	}
 }
