@@ -616,7 +616,7 @@ func (sv *Supervisor) revisionReady() {
 		return
 	}
 	sv.refreshReadyLocked(sv.snapshotsLocked(), time.Now())
-	if !sv.ready.True() {
+	if !sv.ready.True() || sv.notRunningSpecLocked() != "" {
 		sv.mu.Unlock()
 		return
 	}
@@ -631,6 +631,35 @@ func (sv *Supervisor) revisionReady() {
 	}
 	sv.mu.Unlock()
 	sv.saveRevisions()
+}
+
+// notRunningSpecLocked says which container does not run the active spec yet, and
+// why, or "": a start_first update under way, or one whose new process failed (the
+// old process goes on with the old spec), keeps the instance ready with the old
+// version, which is not the revision's readiness.
+func (sv *Supervisor) notRunningSpecLocked() string {
+	want := map[string]*spec.Container{}
+	for i := range sv.spec.Containers {
+		want[sv.spec.Containers[i].Name] = &sv.spec.Containers[i]
+	}
+	for _, c := range sv.containers {
+		cs := want[c.Name()]
+		if cs == nil {
+			continue
+		}
+		st := c.Status()
+		switch {
+		case st.OldPid != nil:
+			return c.Name() + ": its update start_first is under way"
+		case !sameContainer(sv.spec, c.Spec(), sv.spec, cs):
+			why := c.Name() + ": runs the previous spec"
+			if st.LastExit != nil {
+				why += " (" + string(st.LastExit.Reason) + ")"
+			}
+			return why
+		}
+	}
+	return ""
 }
 
 // keepResources links the static resources of s that are single files with a
@@ -662,7 +691,9 @@ func (sv *Supervisor) onRollbackDeadline() {
 	id := cur.ID
 	act := sv.revs.Apply(id, revisions.Event{Kind: revisions.Deadline, At: time.Now()})
 	why := fmt.Sprintf("not ready within %s", sv.spec.Instance.RollbackAfter)
-	if msg := sv.ready.Message; msg != "" {
+	if old := sv.notRunningSpecLocked(); old != "" && sv.ready.True() {
+		why += ": " + old
+	} else if msg := sv.ready.Message; msg != "" {
 		why += ": " + msg
 	} else if sv.ready.Reason != "" {
 		why += ": " + string(sv.ready.Reason)
