@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -446,4 +447,23 @@ resources:
 	if d, _ := tp.status(); d.Revision != "v3" || !revisionEntry(d, "v1").Installed.True() {
 		t.Errorf("after a kill mid-switch: revision %s, revisions %+v; want v3 active, v1 kept", d.Revision, d.Revisions)
 	}
+}
+
+// An automatic rollback is reported at once to --report-url (no heartbeat due for
+// an hour): the receiver gets the rolled-back revision with why.
+func TestRevisionRollbackReported(t *testing.T) {
+	rr := newReportReceiver(t, 0)
+	tp := start(t, revisionSpec("v1", "1s", "up-v1", "up-v1"), runOpts{args: []string{"--report-url", rr.url, "--report-interval", "1h"}})
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	if out, code := tendCtl(t, tp, "apply", "--no-wait", writeFile(t, tp, "bad.yaml", revisionSpec("v2", "1s", "", "never"))); code != 0 {
+		t.Fatalf("tend apply v2: exit %d:\n%s", code, out)
+	}
+	waitFor(t, 10*time.Second, "a report of v2 rolled back", func() (bool, string) {
+		for _, d := range rr.all() {
+			if v2 := revisionEntry(d, "v2"); v2.Ready.Reason == status.ReasonRolledBack && strings.Contains(v2.Ready.Message, "not ready within 1s") {
+				return true, ""
+			}
+		}
+		return false, strconv.Itoa(len(rr.all())) + " reports"
+	})
 }
