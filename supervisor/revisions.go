@@ -271,14 +271,18 @@ func (sv *Supervisor) beginInstall(next *spec.Spec, source string, data []byte, 
 	sv.mu.Lock()
 	sv.revs.Add(&revisions.Revision{ID: id, Source: source, Content: content, CreatedAt: now, Phase: revisions.Installing})
 	sv.mu.Unlock()
-	if sv.specs == nil {
-		sv.specs = map[string]*spec.Spec{}
-	}
-	sv.specs[id] = next
 	if data != nil {
 		sv.saveSpec(id, name, data)
 	} else {
 		sv.keepFileSpec(id, next)
+	}
+	// A spec kept in the store is loaded from there when activated: memory holds
+	// no spec of an inactive revision (each would cost a parsed spec).
+	if _, err := sv.rev.store.Spec(id); err != nil {
+		if sv.specs == nil {
+			sv.specs = map[string]*spec.Spec{}
+		}
+		sv.specs[id] = next
 	}
 	// The state file is not written until the install ends: a tend killed meanwhile
 	// starts again with what it had (the spec file's new revision, when the file
