@@ -26,7 +26,7 @@ TAG     ?= latest
 IMAGE_FORMAT := $(if $(filter podman,$(notdir $(ENGINE))),--format docker --layers=false)
 
 
-.PHONY: build install demo run test test-short lint bench fuzz soak clean image image-example e2e
+.PHONY: build install demo run test test-short lint bench bench-curve fuzz soak clean image image-example e2e
 
 # -buildvcs=auto records the commit and its date (`tend version`) even where GOFLAGS
 # turns it off.
@@ -76,6 +76,10 @@ soak:
 
 bench: build
 	bash bench/run.sh
+
+# tend's costs from 1 to 1000 containers: bench/curve.md and bench/curve.svg (root).
+bench-curve: build
+	bash bench/curve.sh
 
 clean:
 	rm -rf bin

@@ -12,7 +12,7 @@
 #   start50    launch -> the last of 50 stamp children exec'd; start1000: of 1000
 #   restart    restart turnaround: a child that exits 1 at once, zero backoff
 #   stop50     SIGTERM -> supervisor exit with 50 `sleep` children (and RSS with 50)
-#   idle       RSS/PSS and SIGTERM -> exit with 1 and 100 `sleep` containers
+#   idle       anonymous memory (RssAnon), RSS, PSS and SIGTERM -> exit with 1 and 100 `sleep` containers
 #   probe      supervisor CPU and RSS with 100 HTTP servers probed 200 times/s
 #   soak       1000 containers, 1000 HTTP checks/s for BENCH_SOAK_SECONDS (300)
 # Results: bench/out/results.jsonl (one record per run), bench/out/RESULTS.md (table),
@@ -26,6 +26,7 @@
 # before 31d28ea+1 does not know), BENCH_CACHE (where pebble and process-compose are
 # built), BENCH_PROCESS_COMPOSE=/path (use that binary instead of building one),
 # BENCH_SOAK_SECONDS (300), BENCH_REPS_START, BENCH_REPS_RESTART.
+# The cost curve from 1 to 1000 containers is bench/curve.sh (`make bench-curve`).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -87,8 +88,8 @@ have() { [[ $SKIP != *" $1 "* && ($1 != tend-base || -n ${BENCH_BASE:-}) ]]; }
 
 # --- tools -------------------------------------------------------------------------
 [[ -x $TEND ]] || die "$TEND is missing: run 'make build' (or 'make bench')"
-# A binary just built is dirty in the page cache until written back, and tend's settle
-# (internal/footprint) cannot drop dirty pages: written back now, every run is alike.
+# A binary just built is dirty in the page cache until written back: written back now,
+# every run is alike.
 sync "$TEND" ${BENCH_BASE:+"$BENCH_BASE"} 2>/dev/null || true
 command -v "$GO" >/dev/null || die "go is not in PATH"
 command -v timeout >/dev/null || die "timeout (coreutils) is missing"
@@ -169,7 +170,8 @@ cc -O2 -static -o "$WORK/bin/stamp" bench/stamp/stamp.c 2>/dev/null ||
 STAMP=$WORK/bin/stamp
 HTTPD=$WORK/bin/benchhttpd
 
-rm -rf "$OUT"
+# Only this script's outputs: bench/curve.sh's (curve.*) stay.
+rm -rf "$OUT/logs" "$RESULTS" "$OUT/RESULTS.md" "$OUT/versions.md" "$OUT/benchctl.out" "$OUT/benchctl.err"
 mkdir -p "$OUT/logs"
 : >"$RESULTS"
 

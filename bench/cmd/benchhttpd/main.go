@@ -12,6 +12,7 @@
 //     consecutive arrivals on each /p/ path (the first of the two within the last W ms), in ms,
 //     pooled over all paths, and the worst path's largest gap; also how many paths
 //     were seen and how many of them were late (a gap over period + 5 %) at least once.
+//     With prefix=/p/X only the paths that begin so count ("prefixed": how many).
 //
 // usage: benchhttpd PORT[-PORT] [PORT[-PORT]...]
 package main
@@ -54,11 +55,16 @@ func (a *arrivals) record(path string) {
 func (a *arrivals) gaps(w http.ResponseWriter, r *http.Request) {
 	since, _ := strconv.ParseInt(r.URL.Query().Get("since_ago_ms"), 10, 64)
 	period, _ := strconv.ParseFloat(r.URL.Query().Get("period_ms"), 64)
+	prefix := r.URL.Query().Get("prefix")
 	from := mono() - since*1e6
 	var all []float64
-	worst, late := 0.0, 0
+	worst, late, prefixed := 0.0, 0, 0
 	a.mu.Lock()
-	for _, ts := range a.paths {
+	for path, ts := range a.paths {
+		if !strings.HasPrefix(path, prefix) {
+			continue
+		}
+		prefixed++
 		lateHere := false
 		for i := 1; i < len(ts); i++ {
 			if ts[i-1] < from {
@@ -83,7 +89,7 @@ func (a *arrivals) gaps(w http.ResponseWriter, r *http.Request) {
 		return all[min(len(all)-1, int(p*float64(len(all))))]
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"paths": n, "gaps": len(all), "late_paths": late, "max_ms": worst,
+		"paths": n, "prefixed": prefixed, "gaps": len(all), "late_paths": late, "max_ms": worst,
 		"p50_ms": pct(0.50), "p99_ms": pct(0.99), "p999_ms": pct(0.999),
 	})
 }
