@@ -126,7 +126,18 @@ func applyCommand() *cli.Command {
 			if timeout == 0 || manual || before.Revision == id {
 				return nil
 			}
-			return waitSwitched(a, timeout, func(d status.Document) bool { return d.Revision == id }, id)
+			// Activated, then replaced by a newer one before the wait saw it ready:
+			// the wait ends saying so.
+			var prev *status.Time
+			for _, r := range before.Revisions {
+				if r.ID == id && r.ActivatedAt != nil {
+					prev = r.ActivatedAt
+				}
+			}
+			replaced := func(r status.Revision) bool {
+				return !r.Active && r.ActivatedAt != nil && (prev == nil || !r.ActivatedAt.Equal(prev.Time))
+			}
+			return waitSwitched(a, timeout, func(d status.Document) bool { return d.Revision == id }, id, replaced)
 		},
 	}
 }
@@ -180,7 +191,7 @@ func activateCommand() *cli.Command {
 			if timeout == 0 {
 				return nil
 			}
-			return waitSwitched(a, timeout, func(d status.Document) bool { return d.Revision == id }, id)
+			return waitSwitched(a, timeout, func(d status.Document) bool { return d.Revision == id }, id, nil)
 		},
 	}
 }
@@ -211,7 +222,7 @@ func rollbackCommand() *cli.Command {
 			if timeout == 0 {
 				return nil
 			}
-			return waitSwitched(a, timeout, func(d status.Document) bool { return d.Revision != before.Revision }, "the last stable revision")
+			return waitSwitched(a, timeout, func(d status.Document) bool { return d.Revision != before.Revision }, "the last stable revision", nil)
 		},
 	}
 }
@@ -230,8 +241,9 @@ func activeReady(d status.Document) bool {
 
 // waitSwitched polls the status until switched holds and the instance and its
 // active revision are ready, for at most timeout (exit 1 saying what it waits for);
-// revision what rolled back or failed to install ends the wait at once.
-func waitSwitched(a *api, timeout time.Duration, switched func(status.Document) bool, what string) error {
+// revision what rolled back or failed to install ends the wait at once, and so does
+// its replacement by another revision when replaced (if not nil) says so.
+func waitSwitched(a *api, timeout time.Duration, switched func(status.Document) bool, what string, replaced func(status.Revision) bool) error {
 	var active string
 	check := func(d status.Document) (bool, string, error) {
 		for _, r := range d.Revisions {
@@ -241,6 +253,8 @@ func waitSwitched(a *api, timeout time.Duration, switched func(status.Document) 
 				return false, "", fmt.Errorf("revision %s was rolled back: %s", what, r.Ready.Message)
 			case r.Installed.Reason == status.ReasonInstallFailed:
 				return false, "", fmt.Errorf("revision %s failed to install: %s", what, r.Installed.Message)
+			case replaced != nil && replaced(r):
+				return false, "", fmt.Errorf("revision %s was activated, then revision %s replaced it before it was seen ready", what, d.Revision)
 			}
 		}
 		if switched(d) && d.Ready.True() && activeReady(d) {
