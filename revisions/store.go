@@ -105,6 +105,35 @@ func (st *Store) MakeDir(id string) error {
 	return d.Close()
 }
 
+// Chown gives revision id's store (the directory, not what is in it) to uid:gid: an
+// init container with at: install that runs as that user writes there. The
+// directories above it become searchable (not listable) by everyone to reach it.
+func (st *Store) Chown(id string, uid, gid int) error {
+	for _, dir := range []string{st.path(StateDir), st.path(revisionsDir)} {
+		d, err := beneath.OpenDir(st.dir, dir)
+		if err != nil {
+			return err
+		}
+		fi, err := d.Stat()
+		if err == nil && fi.Mode().Perm()&0o011 != 0o011 {
+			err = d.Chmod(fi.Mode().Perm() | 0o011)
+		}
+		d.Close()
+		if err != nil {
+			return err
+		}
+	}
+	d, err := beneath.OpenDir(st.dir, st.Dir(id))
+	if err != nil {
+		return fmt.Errorf("revision %s: %w", id, err)
+	}
+	defer d.Close()
+	if err := d.Chown(uid, gid); err != nil {
+		return fmt.Errorf("revision %s: %w", id, err)
+	}
+	return nil
+}
+
 // SaveSpec keeps the spec a revision was made from.
 func (st *Store) SaveSpec(id string, data []byte) error {
 	if st.Disabled != nil {

@@ -132,7 +132,7 @@ func (sv *Supervisor) runInitContainers(ctx context.Context, s *spec.Spec, repre
 				continue
 			}
 			var err error
-			if revDir, err = sv.revisionDir(s.Revision(), ic.Name); err != nil {
+			if revDir, err = sv.revisionDir(s.Revision(), ic); err != nil {
 				return err
 			}
 		}
@@ -147,17 +147,22 @@ func (sv *Supervisor) runInitContainers(ctx context.Context, s *spec.Spec, repre
 }
 
 // revisionDir makes the store of revision id for an init container with at: install
-// ({REVISION_DIR}); it needs the store.
-func (sv *Supervisor) revisionDir(id, name string) (string, error) {
+// ({REVISION_DIR}); it needs the store. One that runs as another user owns it, so
+// that it may write there.
+func (sv *Supervisor) revisionDir(id string, ic *spec.InitContainer) (string, error) {
 	st := sv.rev.store
 	if st.Disabled != nil {
-		return "", fmt.Errorf("init container %q: at: install runs in the revision's store, which cannot be made in instance.dir: %w", name, st.Disabled)
+		return "", fmt.Errorf("init container %q: at: install runs in the revision's store, which cannot be made in instance.dir: %w", ic.Name, st.Disabled)
 	}
-	dir := st.Dir(id)
 	if err := st.MakeDir(id); err != nil {
-		return "", fmt.Errorf("init container %q: %w", name, err)
+		return "", fmt.Errorf("init container %q: %w", ic.Name, err)
 	}
-	return dir, nil
+	if who := ic.Identity(); who != nil && who.HasUser {
+		if err := st.Chown(id, int(who.UID), int(who.GID)); err != nil {
+			return "", fmt.Errorf("init container %q: %w", ic.Name, err)
+		}
+	}
+	return st.Dir(id), nil
 }
 
 // runInit runs one init container until it exits 0 or ctx ends: started is called

@@ -337,7 +337,7 @@ func (sv *Supervisor) runInstallInits(ctx context.Context, id string, s *spec.Sp
 		if ic.At != spec.AtInstall {
 			continue
 		}
-		dir, err := sv.revisionDir(id, ic.Name)
+		dir, err := sv.revisionDir(id, ic)
 		if err != nil {
 			return err
 		}

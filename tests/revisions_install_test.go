@@ -468,3 +468,27 @@ func TestRevisionRollbackReported(t *testing.T) {
 		return false, strconv.Itoa(len(rr.all())) + " reports"
 	})
 }
+
+// An init container with at: install that runs as another user writes into the
+// revision's store: it owns it.
+func TestRevisionInitContainerAtInstallAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a process as nobody")
+	}
+	tp := start(t, revisionSpec("v1", "0s", "up", "up"))
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	for _, d := range []string{filepath.Dir(tp.dir), tp.dir} { // nobody reaches the instance's directory
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v2 := strings.Replace(revisionSpec("v2", "0s", "up", "up"), "containers:", `init_containers:
+  - {name: unpack, at: install, user: nobody, command: ["sh", "-c", "id -u > {REVISION_DIR}/made-by"]}
+containers:`, 1)
+	if out, code := tendCtl(t, tp, "apply", writeFile(t, tp, "v2.yaml", v2)); code != 0 {
+		t.Fatalf("tend apply v2: exit %d:\n%s", code, out)
+	}
+	if got, err := os.ReadFile(filepath.Join(tp.dir, ".tend/revisions/v2/made-by")); err != nil || string(got) != "65534\n" {
+		t.Errorf("made-by = %q (%v); want nobody's uid", got, err)
+	}
+}
