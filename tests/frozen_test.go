@@ -18,7 +18,7 @@ var frozenSpecs = map[string]string{
 containers:
   - name: pinging
     command: ["{SELF}", "READY=1", "pings:100"]
-    readiness_probe: {notify: {watchdog_ms: 500}}
+    readiness_probe: {notify: {watchdog_ms: 1000}}
 `,
 	"probed": `
 containers:
@@ -99,7 +99,9 @@ func frozenTend(t *testing.T, name string, n int, d time.Duration) {
 // healthy container when it resumes: its watchdog timer fires late, before any
 // WATCHDOG=1 (the pinging process is frozen with it, see frozenTend). It gets a fresh
 // period instead.
-// Two freezes of 3 s, six watchdog periods each.
+// Two freezes of 3 s, three watchdog periods each. The period is 1 s, well above the
+// first ping's time: the race-built helper took more than 500 ms to reach it on a
+// loaded machine, and was killed before the test began.
 func TestFrozenTendKeepsWatchdog(t *testing.T) {
 	t.Parallel() // a long wait: see parallelTests in harness_test.go
 	frozenTend(t, "pinging", 2, 3*time.Second)
