@@ -118,10 +118,11 @@ func (sv *Supervisor) toFetch(prev, next *spec.Spec) []string {
 	return fetch
 }
 
-// storedResource reports whether a kept revision holds a file for r (by checksum):
-// activating it copies that file instead of fetching.
+// storedResource reports whether a kept revision holds a file for r (by checksum;
+// an archive for an extracted one): installing it links that file instead of
+// fetching.
 func (sv *Supervisor) storedResource(r spec.Resource) bool {
-	if r.Extract || sv.rev.store == nil {
+	if sv.rev.store == nil {
 		return false
 	}
 	sum, err := resources.ParseChecksum(r.Checksum)
