@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -46,14 +47,31 @@ func writeProcessMetrics(w io.Writer) {
 }
 
 // selfProcess is tend's own process for the status document: its pid, start, CPU
-// time and resident set (one read of /proc/self/stat).
+// time and resident set, from /proc/self/stat read at most once in selfEvery (a
+// dozen tend top viewers read the status each second; the read was 8 % of each).
 func selfProcess() *status.Process {
-	p := &status.Process{Pid: os.Getpid(), StartedAt: status.At(processStart)}
-	if st, ok := readSelfStat(); ok {
-		p.CPUSeconds = float64(st.utime+st.stime) / userHZ
-		p.MemoryBytes = int64(st.rssPages) * int64(os.Getpagesize())
+	self.mu.Lock()
+	defer self.mu.Unlock()
+	if now := time.Now(); now.Sub(self.at) >= selfEvery {
+		self.at = now
+		self.p = status.Process{Pid: os.Getpid(), StartedAt: status.At(processStart)}
+		if st, ok := readSelfStat(); ok {
+			self.p.CPUSeconds = float64(st.utime+st.stime) / userHZ
+			self.p.MemoryBytes = int64(st.rssPages) * int64(os.Getpagesize())
+		}
 	}
-	return p
+	p := self.p
+	return &p
+}
+
+// selfEvery is how old the CPU time and memory of selfProcess may be: a tick of
+// /proc's CPU time is 10 ms anyway.
+const selfEvery = 250 * time.Millisecond
+
+var self struct {
+	mu sync.Mutex
+	at time.Time
+	p  status.Process
 }
 
 // userHZ is the unit of the CPU times in /proc/PID/stat: fixed at 100 for user space.
