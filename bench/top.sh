@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/top.sh — what `tend top` costs: tend's own CPU with no viewer, one viewer and
+# bench/top.sh — what `tend top` costs: tend's own CPU with no viewer, after one
+# status read (the usage sampling a viewer turns on, alone), with one viewer and with
 # twelve viewers attached (each in a tmux terminal of its own), the viewer's CPU and
 # RSS; an instance of N `sleep` containers (bench/README.md "tend top").
 #
@@ -109,6 +110,10 @@ start_tend
 sleep 5
 for ((r = 1; r <= ROUNDS; r++)); do
 	window "none"
+	# One status read: tend samples every container's usage for the next minute, as it
+	# does while a viewer looks; the window shows that sampling alone.
+	"$TEND" status --listen "unix:$WORK/tend.sock" >/dev/null
+	window "sampling"
 	viewers 1
 	window "1 viewer"
 	unview
