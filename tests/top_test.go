@@ -138,13 +138,20 @@ func TestTopSteersARealTend(t *testing.T) {
 }
 
 // TestTopUnreachableThenUp: a view started before tend says that tend does not
-// answer, and shows the instance once it does.
+// answer, and shows the instance once it does; it follows a resize of its terminal.
 func TestTopUnreachableThenUp(t *testing.T) {
 	dir := t.TempDir()
 	s := newScreen(t, 80, 24, "top", "--listen", "unix:"+filepath.Join(dir, "tend.sock"), "--interval", "200ms")
 	s.waitText(10*time.Second, "tend is unreachable", "retrying every 200ms")
 	start(t, topSpec, runOpts{dir: dir})
 	s.waitText(20*time.Second, "top-demo", "ticker", "running")
+
+	// A resize redraws the screen at the new size: its last line is the keys' line.
+	s.tmux("resize-window", "-t", "0", "-x", "60", "-y", "15")
+	waitFor(t, 10*time.Second, "the screen redrawn at 60x15", func() (bool, string) {
+		lines := strings.Split(strings.TrimRight(s.text(), "\n"), "\n")
+		return len(lines) == 15 && strings.HasPrefix(lines[14], "⏎ describe") && strings.Contains(lines[0], "top-demo"), "\n" + strings.Join(lines, "\n")
+	})
 	s.keys("q")
 	s.waitText(10*time.Second, "[exit 0]")
 }
