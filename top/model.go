@@ -59,7 +59,7 @@ type confirm struct {
 const maxLogLines = 2000
 
 // Model is everything the view shows. The loop changes it with statusMsg,
-// detailMsg, logMsg, actMsg and keys (Key), and draws View(m, width, height) after each.
+// detailMsg, logMsg, actMsg and keys (key), and draws View(m, width, height) after each.
 type Model struct {
 	Addr     string        // where tend is asked, for the unreachable message
 	Interval time.Duration // between status reads
@@ -74,7 +74,6 @@ type Model struct {
 
 	screen, back screen // back: where Esc goes from help
 	sel          int    // selected container (its index in doc.Containers)
-	top          int    // first table row shown
 	revSel       int    // selected revision
 	scroll       int    // describe: first line; logs: lines back from the end
 
@@ -232,8 +231,8 @@ func (m *Model) selectedName() string {
 	return c.Name
 }
 
-// Key handles one key press (keyName's names: "up", "enter", "esc", "q", ...).
-func (m *Model) Key(k string) []effect {
+// key handles one key press (keyName's names: "up", "enter", "esc", "q", ...).
+func (m *Model) key(k string) []effect {
 	if k == "ctrl+c" {
 		return []effect{{kind: effQuit}}
 	}

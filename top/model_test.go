@@ -1,7 +1,9 @@
 package top
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tend-sh/tend/status"
@@ -57,7 +59,7 @@ func TestKeys(t *testing.T) {
 			m := model(document(c.change))
 			var last []effect
 			for _, k := range c.keys {
-				last = m.Key(k)
+				last = m.key(k)
 			}
 			if m.screen != c.screen {
 				t.Errorf("screen %d, want %d", m.screen, c.screen)
@@ -86,7 +88,7 @@ func TestKeys(t *testing.T) {
 // containers keeps the selection on its container, or on the first row.
 func TestSelectionFollowsItsContainer(t *testing.T) {
 	m := model(document(nil))
-	m.Key("j") // worker
+	m.key("j") // worker
 	d := document(func(d *status.Document) { d.Containers[0], d.Containers[1] = d.Containers[1], d.Containers[0] })
 	m.update(statusMsg{doc: d, at: t0})
 	if got := m.selectedName(); got != "worker" {
@@ -133,5 +135,36 @@ func TestKeysDecode(t *testing.T) {
 		if got := keys([]byte(c.in)); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("keys(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// TestTableShowsTheSelection: with more containers than rows, the table scrolls so
+// that the selected row is on the screen, down and back up.
+func TestTableShowsTheSelection(t *testing.T) {
+	m := model(document(func(d *status.Document) {
+		d.Containers = nil
+		for i := range 40 {
+			d.Containers = append(d.Containers, running(fmt.Sprintf("c%02d", i), 100+i, 0, 1<<20, 0))
+		}
+	}))
+	shown := func(name string) bool {
+		for _, l := range View(m, 80, 24) {
+			if strings.HasPrefix(l, "> "+name+" ") {
+				return true
+			}
+		}
+		return false
+	}
+	for range 30 {
+		m.key("j")
+	}
+	if !shown("c30") {
+		t.Errorf("c30 selected but not shown:\n%s", strings.Join(View(m, 80, 24), "\n"))
+	}
+	for range 25 {
+		m.key("k")
+	}
+	if !shown("c05") {
+		t.Errorf("c05 selected but not shown:\n%s", strings.Join(View(m, 80, 24), "\n"))
 	}
 }

@@ -85,7 +85,7 @@ func Run(client Client, m *Model, in, out *os.File) error {
 		for {
 			var effects []effect
 			if k, ok := msg.(keyMsg); ok {
-				effects = m.Key(string(k))
+				effects = m.key(string(k))
 			} else {
 				effects = m.update(msg)
 			}

@@ -140,14 +140,8 @@ func (m *Model) tableView(width, height int) []string {
 		fit("NAME", col.name), "STATE", "PID", "RESTARTS", "READY", "CPU", "MEM", fit("LAST EXIT", col.exit), "SINCE"))
 	chart := m.chart(width)
 	rows := max(1, height-len(lines)-len(chart))
-	if m.sel < m.top {
-		m.top = m.sel
-	}
-	if m.sel >= m.top+rows {
-		m.top = m.sel - rows + 1
-	}
-	m.top = max(0, min(m.top, len(cs)-rows))
-	for i := m.top; i < len(cs) && i < m.top+rows; i++ {
+	first := max(0, m.sel-rows+1) // the rows from the top, as far as the selection is shown
+	for i := first; i < len(cs) && i < first+rows; i++ {
 		lines = append(lines, m.row(cs[i], col, i == m.sel))
 	}
 	for len(lines) < height-len(chart) {

@@ -171,7 +171,7 @@ func TestViewScreens(t *testing.T) {
 				c.m(m)
 			}
 			for _, k := range c.keys {
-				m.Key(k)
+				m.key(k)
 			}
 			for _, msg := range c.msgs {
 				m.update(msg)
