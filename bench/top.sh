@@ -17,7 +17,7 @@ WINDOW=${WINDOW:-30}
 ROUNDS=${ROUNDS:-2}
 VIEWERS=${VIEWERS:-12}
 WORK=$(mktemp -d /tmp/tend-bench-top.XXXXXX)
-SOCK=tmux-bench-top-$$
+SOCK=$WORK/tmux
 HZ=$(getconf CLK_TCK)
 
 cgroups=off
@@ -33,7 +33,7 @@ fi
 
 tend_pid=""
 cleanup() {
-	for ((v = 0; v <= VIEWERS; v++)); do tmux -L "$SOCK-$v" kill-server 2>/dev/null || true; done
+	for ((v = 0; v <= VIEWERS; v++)); do tmux -S "$SOCK-$v" kill-server 2>/dev/null || true; done
 	if [[ -n $tend_pid ]]; then
 		kill -TERM "$tend_pid" 2>/dev/null || true
 		while kill -0 "$tend_pid" 2>/dev/null; do sleep 0.1; done
@@ -79,12 +79,12 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 viewers() {
 	local v
 	for ((v = 1; v <= $1; v++)); do
-		tmux -L "$SOCK-$v" -f /dev/null new-session -d -x 100 -y 30 "exec env TERM=xterm-256color $TEND top --listen unix:$WORK/tend.sock"
+		tmux -S "$SOCK-$v" -f /dev/null new-session -d -x 100 -y 30 "exec env TERM=xterm-256color $TEND top --listen unix:$WORK/tend.sock"
 	done
 	sleep 3 # the viewers draw their first screens; not a measurement
 }
-unview() { local v; for ((v = 1; v <= VIEWERS; v++)); do tmux -L "$SOCK-$v" kill-server 2>/dev/null || true; done; }
-viewer_pid() { tmux -L "$SOCK-$1" list-panes -F '#{pane_pid}'; }
+unview() { local v; for ((v = 1; v <= VIEWERS; v++)); do tmux -S "$SOCK-$v" kill-server 2>/dev/null || true; done; }
+viewer_pid() { tmux -S "$SOCK-$1" list-panes -F '#{pane_pid}'; }
 
 # window LABEL: tend's CPU (and viewer 1's, if any) over WINDOW seconds.
 window() {

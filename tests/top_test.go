@@ -1,8 +1,6 @@
 package tests
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -16,7 +14,8 @@ import (
 )
 
 // screen is a command running in a real terminal: a tmux server of its own (a
-// private socket), killed when the test ends.
+// private socket in the test's directory, so that nothing of it outlives the test),
+// killed when the test ends.
 type screen struct {
 	t      *testing.T
 	socket string
@@ -30,16 +29,14 @@ func newScreen(t *testing.T, width, height int, args ...string) *screen {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (apt-get install tmux): the terminal tests of tend top need it")
 	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	s := &screen{t: t, socket: "tend-top-test-" + hex.EncodeToString(b)}
+	s := &screen{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock")}
 	quoted := []string{"exec", "env", "TERM=xterm-256color", "NO_COLOR=1", shellQuote(tendBin)}
 	for _, a := range args {
 		quoted = append(quoted, shellQuote(a))
 	}
 	// The shell prints how tend ended and keeps the pane (and its last screen) open.
 	cmd := fmt.Sprintf("sh -c '%s; echo \"[exit $?]\"; exec sleep 3600'", strings.ReplaceAll("("+strings.Join(quoted, " ")+")", "'", `'\''`))
-	t.Cleanup(func() { exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+	t.Cleanup(func() { exec.Command("tmux", "-S", s.socket, "kill-server").Run() })
 	s.tmux("-f", "/dev/null", "new-session", "-d", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), cmd)
 	return s
 }
@@ -48,7 +45,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 func (s *screen) tmux(args ...string) string {
 	s.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()
+	out, err := exec.Command("tmux", append([]string{"-S", s.socket}, args...)...).CombinedOutput()
 	if err != nil {
 		s.t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
 	}
