@@ -69,6 +69,7 @@ type Model struct {
 	err      error            // why the last read failed; nil after a good one
 	errSince time.Time        // since when reads fail
 	now      time.Time        // of the last read, good or not
+	docAt    time.Time        // of the last good read
 	selfCPU  float64          // tend's own CPU, % of a core between the last two reads
 	history  map[string]*samples
 
@@ -180,11 +181,11 @@ func (m *Model) setStatus(msg statusMsg) {
 	}
 	name := m.selectedName()
 	if old := m.doc; old != nil && old.Tend != nil && msg.doc.Tend != nil && old.Tend.Pid == msg.doc.Tend.Pid {
-		if dt := msg.at.Sub(m.now).Seconds(); dt > 0 {
+		if dt := msg.at.Sub(m.docAt).Seconds(); dt > 0 {
 			m.selfCPU = max(0, (msg.doc.Tend.CPUSeconds-old.Tend.CPUSeconds)/dt*100)
 		}
 	}
-	m.doc, m.err, m.now = msg.doc, nil, msg.at
+	m.doc, m.err, m.now, m.docAt = msg.doc, nil, msg.at, msg.at
 	keep := m.keep()
 	seen := map[string]bool{}
 	for _, c := range msg.doc.Containers {
