@@ -99,7 +99,7 @@ func TestProcSamplerReadsAgainForANewGroup(t *testing.T) {
 }
 
 // The sampler runs every second: garbage it made would have the collector grow tend's
-// heap to its goal for nothing (bench/README.md, "Usage sampling").
+// heap to its goal for nothing (bench/README.md in its git history, "Usage sampling").
 func TestProcSamplerAllocatesNothing(t *testing.T) {
 	root := t.TempDir()
 	for pid := 100; pid < 110; pid++ {

@@ -6,7 +6,7 @@ import "github.com/urfave/cli/v2"
 // flag, again for every flag it looks up (runFlagActions → IsSet → lookupFlag), and
 // every answer is a regexp replace per name (FlagNames strips the "name, alias" form of
 // cli v1). That was about a hundred regexp runs before `tend run` reached its action,
-// 0.17 ms of every launch (bench/README.md "Series 5"). tend's flag names are single
+// 0.17 ms of every launch (bench/README.md in its git history, "Series 5"). tend's flag names are single
 // words: these flags answer with their Name and Aliases as they are, and are otherwise
 // the flag they wrap.
 type (

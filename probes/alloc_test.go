@@ -44,7 +44,7 @@ func cannedServer(t testing.TB, answer string) string {
 
 // A probe's check on its kept connection allocates nothing: at 200 checks a second
 // any garbage keeps the collector running, and the heap at its goal, for nothing
-// else (bench/README.md, series 9).
+// else (bench/README.md in its git history, series 9).
 func TestKeptCheckAllocatesNothing(t *testing.T) {
 	for _, answer := range []string{
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",

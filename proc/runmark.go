@@ -56,8 +56,9 @@ const markRounds = 20
 // waiting are served by one sweeper goroutine, whose each scan looks for every mark
 // asked for until then. A scan reads every process tend can see, so one per run made
 // a stop with N containers cost N scans of up to N processes: SIGTERM → exit with 100
-// idle containers took 236 ms against 130 before the marks; with the scans shared,
-// about as long as before them (bench/README.md).
+// idle containers took 345 ms against 149 before the marks; with the scans shared and
+// other runs' processes skipped (markCandidates), 167 ms (interleaved, on a loaded
+// 2-CPU machine).
 func KillMarked(mark string, timeout time.Duration) int {
 	if mark == "" {
 		return 0

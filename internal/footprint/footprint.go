@@ -55,7 +55,7 @@ var readyGrace = time.Second
 // read for the first time) only when the instance is about to be ready, and what
 // those touch would otherwise stay. With 200 checks a second starting 2 s after
 // start, RSS 15 s into the run 10.5-10.9 -> 9.5-9.7 MiB, 35 s into it 11.0 ->
-// 10.3-10.4 (bench/README.md, series 9).
+// 10.3-10.4 (bench/README.md in its git history, series 9).
 func SettleAfterStartup() (ready func()) {
 	var settled atomic.Bool
 	trim, again, keep := trim, readyGrace, keepTrimmed
@@ -94,7 +94,7 @@ const (
 // use (to keep it one huge page), and a supervisor's whole heap is one or two such
 // chunks. What a probe's connections leave when they are replaced every 10 s then
 // stayed: with 200 checks a second, RSS 10.2-10.6 MiB from 25 s on, against 8.9
-// without the replacements; trimmed, 9.4-9.9 (bench/README.md, series 9), for a
+// without the replacements; trimmed, 9.4-9.9 (bench/README.md in its git history, series 9), for a
 // collection every 10 s (the same CPU in 35 s windows). An idle tend allocates
 // nothing and is never woken for more than the look.
 //
