@@ -199,13 +199,14 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 	}
 	sv.log.Info().Int("unchanged", len(plan.keep)).Int("changed", len(plan.replaced)).Int("removed", len(plan.removed)).Int("added", len(plan.added)).Msg("reloading")
 
+	prev := sv.spec
 	sv.mu.Lock()
 	sv.spec = next
 	sv.revision = next.Revision()
 	sv.reloadErr = ""
 	sv.containers = plan.list
 	sv.mu.Unlock()
-	sv.switched(next)
+	sv.switched(prev, next)
 	// Only now, when building a later container can no longer fail the reload (a
 	// failed reload changes nothing), and with the new spec's depends_on in place.
 	for _, apply := range plan.targets {
@@ -214,6 +215,7 @@ func (sv *Supervisor) applyReload(next *spec.Spec, resErr error) {
 	sv.startFirst(plan)
 	sv.notify()
 	sv.stopReplaced(plan)
+	sv.saveRevisions() // once the stops have begun: a crash meanwhile restarts one revision whole either way
 }
 
 // startFirst hands each start_first update to its running container (docs/reference.md "Restarts without downtime"),

@@ -121,6 +121,7 @@ func (sv *Supervisor) beginReprepare(rp *reprep) {
 	rp.done = make(chan struct{})
 	sv.reprep = rp
 	now := time.Now()
+	prev := sv.spec
 	sv.setInstance(status.InstancePreparing, func() {
 		sv.spec = rp.next
 		sv.revision = rp.next.Revision()
@@ -131,8 +132,9 @@ func (sv *Supervisor) beginReprepare(rp *reprep) {
 			sv.inits = append(sv.inits, status.InitContainer{Name: ic.Name, State: status.Waiting})
 		}
 	})
-	sv.switched(rp.next)
+	sv.switched(prev, rp.next)
 	sv.stopInOrder(old, context.Background(), func(*container.Container) bool { return false })
+	sv.saveRevisions() // before anything of rp.next is put in place
 	go sv.runReprepare(rp, old)
 }
 

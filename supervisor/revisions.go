@@ -547,7 +547,7 @@ func (sv *Supervisor) deleteRevision(req request) {
 
 // switched is called by the reload path when next has become the instance's spec:
 // the revision it carries becomes the active one.
-func (sv *Supervisor) switched(next *spec.Spec) {
+func (sv *Supervisor) switched(prev, next *spec.Spec) {
 	rs := &sv.rev
 	a := rs.activating
 	rs.activating = nil
@@ -569,9 +569,30 @@ func (sv *Supervisor) switched(next *spec.Spec) {
 	sv.revs.Apply(id, revisions.Event{Kind: revisions.ActivationBegan, At: now, ByRollback: byRollback})
 	sv.mu.Unlock()
 	sv.log.Info().Str("revision", id).Bool("by_rollback", byRollback).Msg("revision activated")
+	sv.keepPrevious(prev, id)
 	sv.armRollback(id)
 	sv.prune("")
-	sv.saveRevisions()
+	// The caller saves the state once the stops have begun (an fsync here would
+	// delay them).
+}
+
+// keepPrevious keeps the parsed spec of the revision just left (the likeliest one to
+// go back to) so that a rollback does not parse it again; the other inactive
+// revisions' specs are loaded from their stores when activated (memory holds one
+// spec more, not one per kept revision).
+func (sv *Supervisor) keepPrevious(prev *spec.Spec, active string) {
+	for id := range sv.specs {
+		if _, err := sv.rev.store.Spec(id); err == nil || id == active {
+			delete(sv.specs, id) // in the store, or running
+		}
+	}
+	if prev == nil || prev.Revision() == active || sv.revs.Get(prev.Revision()) == nil {
+		return
+	}
+	if sv.specs == nil {
+		sv.specs = map[string]*spec.Spec{}
+	}
+	sv.specs[prev.Revision()] = prev
 }
 
 // installFailed marks the revision a failed reload was to activate.
