@@ -64,8 +64,9 @@ func TestKillMarkedSharesScans(t *testing.T) {
 	var marks []string
 	for i := 0; i < n; i++ {
 		marks = append(marks, NewRunMark("/srv/app", fmt.Sprintf("c%d", i)))
-		c := sh(`exec sleep 600`)
-		c.Env = WithRunMark(os.Environ(), marks[i])
+		// sleep itself, not sh exec'ing it: a process in the middle of an exec shows
+		// an empty environment, and the scan would not see its mark.
+		c := Cmd{Argv: []string{"sleep", "600"}, Env: WithRunMark(os.Environ(), marks[i])}
 		start(t, c)
 	}
 	keep := sh(`exec sleep 600`)
