@@ -57,6 +57,16 @@ type revState struct {
 	rollbacks  uint64 // tend_rollbacks_total; read under sv.mu
 	fileRev    string // the revision the spec file gave when last read
 	fileDigest string // the digest of what was last read from the spec file
+	// first holds the spec file's revision while nothing is on disk yet (a start
+	// without a state file): saveRevisions writes its spec to the store, with the
+	// state, once there is more to remember than the file says.
+	first *pendingSpec
+}
+
+// pendingSpec is a revision's spec not yet kept in its store.
+type pendingSpec struct {
+	id, name string
+	data     []byte
 }
 
 // openRevisions opens the store of instance.dir and lists the revisions it keeps;
@@ -80,7 +90,7 @@ func (sv *Supervisor) openRevisions() {
 	if start != sv.spec {
 		sv.useSpec(start)
 	}
-	sv.beginFirstActivation(start, source, now)
+	sv.beginFirstActivation(start, source, len(state.Revisions) == 0, now)
 	sv.removeUnlisted()
 }
 
@@ -143,18 +153,35 @@ func (sv *Supervisor) startingSpec(state revisions.State) (*spec.Spec, string) {
 }
 
 // beginFirstActivation lists the starting spec as a revision (kept in the store
-// when it is the file's) and begins its activation, rollback_after armed.
-func (sv *Supervisor) beginFirstActivation(start *spec.Spec, source string, now time.Time) {
+// when it is the file's: at once, or with the first state written when there was
+// none) and begins its activation, rollback_after armed.
+func (sv *Supervisor) beginFirstActivation(start *spec.Spec, source string, noState bool, now time.Time) {
 	id := start.Revision()
 	if r := sv.revs.Get(id); r == nil || r.Content != start.ContentDigest() {
 		sv.revs.Add(&revisions.Revision{ID: id, Source: source, Content: start.ContentDigest(), CreatedAt: now, Phase: revisions.Installed})
-		if source == revisions.SourceFile {
+		if source == revisions.SourceFile && noState {
+			if data := fileBytes(start); data != nil {
+				sv.rev.first = &pendingSpec{id: id, name: filepath.Base(start.Path()), data: data}
+			}
+		} else if source == revisions.SourceFile {
 			sv.keepFileSpec(id, start)
 		}
 	}
 	sv.revs.Apply(id, revisions.Event{Kind: revisions.ActivationBegan, At: now})
 	sv.armRollback(id)
 	sv.saveRevisions()
+}
+
+// fileBytes is what s was loaded from, if its file still holds it, or nil.
+func fileBytes(s *spec.Spec) []byte {
+	data, err := spec.ReadFile(s.Path())
+	if err != nil {
+		return nil
+	}
+	if cur, err := spec.FileRevision(s.Path()); err != nil || cur != s.FileDigest() {
+		return nil // changed since: the reload that follows keeps the new one
+	}
+	return data
 }
 
 // useSpec makes s the instance's spec before anything was prepared.
@@ -175,14 +202,9 @@ func (sv *Supervisor) useSpec(s *spec.Spec) {
 // keepFileSpec keeps the spec file's bytes in the store of revision id, if the file
 // still holds what s was loaded from.
 func (sv *Supervisor) keepFileSpec(id string, s *spec.Spec) {
-	data, err := spec.ReadFile(s.Path())
-	if err != nil {
-		return
+	if data := fileBytes(s); data != nil {
+		sv.saveSpec(id, filepath.Base(s.Path()), data)
 	}
-	if cur, err := spec.FileRevision(s.Path()); err != nil || cur != s.FileDigest() {
-		return // changed since: the reload that follows keeps the new one
-	}
-	sv.saveSpec(id, filepath.Base(s.Path()), data)
 }
 
 // saveSpec keeps a revision's spec in its store.
@@ -778,9 +800,28 @@ func (sv *Supervisor) saveRevisions() {
 	}
 	st.Revisions = b
 	sv.mu.Unlock()
+	if p := sv.rev.first; p != nil {
+		if onlyTheFile(st) {
+			return // nothing the spec file does not say: a one-shot run writes nothing
+		}
+		sv.saveSpec(p.id, p.name, p.data)
+		sv.rev.first = nil
+	}
 	if err := sv.rev.store.Save(st); err != nil {
 		sv.log.Warn().Err(err).Msg("cannot save the revisions' state")
 	}
+}
+
+// onlyTheFile says whether st holds nothing but what the spec file says: its one
+// revision, active, not rolled back. Without a state file tend starts the file's
+// revision, so such a state need not be written (its fsyncs were most of a one-shot
+// run's cost).
+func onlyTheFile(st revisions.State) bool {
+	if len(st.Revisions) != 1 {
+		return false
+	}
+	r := st.Revisions[0]
+	return r.ID == st.SpecFileRevision && st.Active == r.ID && r.Source == revisions.SourceFile && r.Phase == revisions.Active
 }
 
 // revisionsStatusLocked adds the revisions to a status document.

@@ -198,6 +198,38 @@ func TestRevisionPushedSurvivesRestart(t *testing.T) {
 	}
 }
 
+// A first start whose only revision is the spec file's writes nothing to the store
+// (a one-shot run pays no fsync for a state the file already says); the first
+// change of the file keeps that revision's spec and the state, so a rollback to it
+// works, also after a restart of tend.
+func TestRevisionFirstStartWritesNothingUntilASecond(t *testing.T) {
+	tp := start(t, revisionSpec("v1", "0s", "up", "up"))
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	state := filepath.Join(tp.dir, ".tend/revisions.json")
+	v1spec := filepath.Join(tp.dir, ".tend/revisions/v1/spec")
+	for _, p := range []string{state, v1spec} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s after a first start with one revision: %v; want none", p, err)
+		}
+	}
+	writeSpec(t, tp, revisionSpec("v2", "0s", "up", "up"))
+	tp.signal(syscall.SIGHUP)
+	tp.waitStatus(10*time.Second, "v2 ready", func(d status.Document) bool { return d.Revision == "v2" && d.Ready.True() })
+	if got, err := os.ReadFile(v1spec); err != nil || !strings.Contains(string(got), "revision: v1") {
+		t.Fatalf("v1's spec in its store after the reload: %q, %v", got, err)
+	}
+	termAndWait(t, tp, 20*time.Second)
+	spec, err := os.ReadFile(filepath.Join(tp.dir, "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := start(t, string(spec), runOpts{dir: tp.dir})
+	again.waitStatus(10*time.Second, "v2 ready after the restart", func(d status.Document) bool { return d.Revision == "v2" && d.Ready.True() })
+	if out, code := tendCtl(t, again, "rollback"); code != 0 || !strings.Contains(out, "v1: active and ready") {
+		t.Fatalf("tend rollback after the restart: exit %d:\n%s", code, out)
+	}
+}
+
 // The revision routes as a client meets them: a PUT of an invalid spec is 422 with
 // every error and its line and lists nothing; a dry run says what would restart and
 // why and changes nothing; the same id with other content is 409; DELETE of the active
