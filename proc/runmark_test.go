@@ -46,6 +46,12 @@ func TestKillMarked(t *testing.T) {
 	kept := start(t, keep)
 	gc := readPidFile(t, dir+"/gc.pid")
 	t.Cleanup(func() { syscall.Kill(gc, syscall.SIGKILL) })
+	// Once the setsid child runs sleep, its mv has exited: two processes carry the mark
+	// (a scan while mv was still exiting counted three).
+	waitFor(t, "the setsid child running sleep", func() (bool, string) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", gc))
+		return strings.TrimSpace(string(b)) == "sleep", string(b)
+	})
 	if n := KillMarked(mark, 5*time.Second); n != 2 {
 		t.Errorf("KillMarked = %d, want 2 (the command and its setsid child)", n)
 	}
