@@ -136,15 +136,5 @@ func linkBeneath(root, src, dst string) error {
 		}
 		return err
 	}
-	sd, sname, err := beneath.OpenParent(root, src)
-	if err != nil {
-		return err
-	}
-	defer sd.Close()
-	dd, dname, err := beneath.OpenParent(root, dst)
-	if err != nil {
-		return err
-	}
-	defer dd.Close()
-	return unix.Linkat(int(sd.Fd()), sname, int(dd.Fd()), dname, 0)
+	return beneath.Link(root, src, dst)
 }

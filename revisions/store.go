@@ -166,7 +166,7 @@ func (st *Store) Link(id, name, src, sum string) error {
 	}
 	d.Close()
 	beneath.RemoveAll(st.dir, dst)
-	if err := link(st.dir, src, dst); err != nil {
+	if err := beneath.Link(st.dir, src, dst); err != nil {
 		if err := copyFile(st.dir, src, dst); err != nil {
 			return fmt.Errorf("keep resource %q in revision %s: %w", name, id, err)
 		}
@@ -363,21 +363,6 @@ func readSmall(root, path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
 	return io.ReadAll(io.LimitReader(f, limit))
-}
-
-// link hard-links src to dst, both resolved beneath root.
-func link(root, src, dst string) error {
-	sd, sname, err := beneath.OpenParent(root, src)
-	if err != nil {
-		return err
-	}
-	defer sd.Close()
-	dd, dname, err := beneath.OpenParent(root, dst)
-	if err != nil {
-		return err
-	}
-	defer dd.Close()
-	return unix.Linkat(int(sd.Fd()), sname, int(dd.Fd()), dname, 0)
 }
 
 // copyFile copies the regular file src to dst, both resolved beneath root.

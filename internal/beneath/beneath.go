@@ -163,6 +163,26 @@ func Rename(root, oldpath, newpath string) error {
 	return nil
 }
 
+// Link hard-links oldpath to newpath, both resolved beneath root; a symlink at
+// oldpath's last component is linked itself, not followed (linkat without
+// AT_SYMLINK_FOLLOW).
+func Link(root, oldpath, newpath string) error {
+	od, oname, err := OpenParent(root, oldpath)
+	if err != nil {
+		return err
+	}
+	defer od.Close()
+	nd, nname, err := OpenParent(root, newpath)
+	if err != nil {
+		return err
+	}
+	defer nd.Close()
+	if err := unix.Linkat(int(od.Fd()), oname, int(nd.Fd()), nname, 0); err != nil {
+		return &os.LinkError{Op: "link", Old: oldpath, New: newpath, Err: err}
+	}
+	return nil
+}
+
 // removeAt removes name in the directory dfd and, for a directory, everything in it.
 func removeAt(dfd int, name string) error {
 	err := unix.Unlinkat(dfd, name, 0)

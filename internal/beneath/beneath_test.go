@@ -247,6 +247,26 @@ func TestRename(t *testing.T) {
 	})
 }
 
+func TestLink(t *testing.T) {
+	both(t, func(t *testing.T) {
+		fx := newFixture(t)
+		fx.link(t, fx.out, "o")
+		if err := Link(fx.root, filepath.Join(fx.root, "real/file"), filepath.Join(fx.root, "o/file")); !errors.Is(err, ErrOutside) {
+			t.Errorf("into a link out: %v; want ErrOutside", err)
+		}
+		if _, err := os.Lstat(filepath.Join(fx.out, "file")); !os.IsNotExist(err) {
+			t.Errorf("a link out: %v; want nothing made outside", err)
+		}
+		must(t, Link(fx.root, filepath.Join(fx.root, "real/file"), filepath.Join(fx.root, "real/again")))
+		var a, b unix.Stat_t
+		must(t, unix.Stat(filepath.Join(fx.root, "real/file"), &a))
+		must(t, unix.Stat(filepath.Join(fx.root, "real/again"), &b))
+		if a.Ino != b.Ino {
+			t.Error("real/again is not a hard link of real/file")
+		}
+	})
+}
+
 // trustedDir is a directory whose every ancestor is owned by root and writable by
 // nobody else (the package's own directory in a root-owned checkout), or skips.
 func trustedDir(t *testing.T) string {
