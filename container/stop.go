@@ -144,6 +144,12 @@ type stopRun struct {
 	barriers []*Barrier
 	arrived  bool              // an IGNORE container reached its TERM (or will send none)
 	kills    []context.Context // the Kill contexts of the operations it is part of
+	// unwatch undo the watches of kills (context.AfterFunc); ended says the sequence
+	// has ended and watches no more. An ended sequence must not stay registered: the
+	// shutdown cancels its kill context as it returns, and each watch still there then
+	// started a goroutine of its own, one per container, on the way out.
+	unwatch []func() bool
+	ended   bool
 }
 
 func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
@@ -173,9 +179,22 @@ func (r *stopRun) addKill(kill context.Context) {
 		return
 	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.kills = append(r.kills, kill)
-	r.mu.Unlock()
-	context.AfterFunc(kill, r.cancelAll)
+	if !r.ended {
+		r.unwatch = append(r.unwatch, context.AfterFunc(kill, r.cancelAll))
+	}
+}
+
+// end stops watching the kill contexts: the sequence is over.
+func (r *stopRun) end() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = true
+	for _, stop := range r.unwatch {
+		stop()
+	}
+	r.unwatch = nil
 }
 
 // killed reports whether a kill was asked for. It looks at the operations' own kill
@@ -207,6 +226,7 @@ func (r *stopRun) send(ev stopEvent) {
 func (r *stopRun) run() {
 	defer r.send(stopEvent{run: r, done: true})
 	defer r.cancelAll()
+	defer r.end()
 	if r.p != nil {
 		r.stopProcess()
 	}

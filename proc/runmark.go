@@ -191,38 +191,47 @@ func markInstance(v string) string {
 var subreaper atomic.Bool
 
 // markCandidates are the processes the marks of looking can be on. Where orphans come
-// to tend, what a run that ended left is below tend's children: the orphans reparented
-// to it, and the processes it started with that run's mark (its probes and handlers).
-// A child it started with another mark is the root of another run, or of one of its
-// probes, and every process below it is that run's: its environment is not read (a
-// stop of N containers read every container's environment at each of their exits).
-// Elsewhere it is every process.
+// to tend, what a run that ended left is below tend: the orphans reparented to it,
+// and the processes it started with that run's mark (its probes and handlers), with
+// everything below them. A child it started with another mark is the root of another
+// run, or of one of its probes, and every process below it is that run's: its
+// environment is not read (a stop of N containers read every container's environment
+// at each of their exits). Elsewhere it is every process.
+//
+// The processes tend started are its registered children (running). An orphan is
+// handed to the first living thread of tend, its main thread (the kernel's
+// find_new_reaper; the Go runtime never ends the main thread), so only that thread's
+// children are read, not every thread's: a scan at each run's end read a children
+// file per thread of tend.
 func markCandidates(looking map[string][]*markKill) []int {
 	self := os.Getpid()
 	if self != 1 && !subreaper.Load() {
 		return allPids()
 	}
-	kids, ok := childrenOf(self)
-	if !ok {
-		return Descendants(self)
+	buf := make([]byte, 0, 512)
+	data, err := readProc("/proc/"+strconv.Itoa(self)+"/task/"+strconv.Itoa(self)+"/children", &buf)
+	if err != nil {
+		return Descendants(self) // no children files (CONFIG_PROC_CHILDREN): every process below
 	}
-	marks := make([]string, len(kids))
+	var roots []int
 	reapMu.RLock()
 	runningMu.Lock()
-	for i, k := range kids {
-		if p := running[k]; p != nil {
-			marks[i] = p.mark
+	for pid, p := range running {
+		if looking[p.mark] != nil {
+			roots = append(roots, pid)
+		}
+	}
+	for _, f := range strings.Fields(string(data)) {
+		if c, err := strconv.Atoi(f); err == nil && running[c] == nil {
+			roots = append(roots, c) // an orphan
 		}
 	}
 	runningMu.Unlock()
 	reapMu.RUnlock()
 	var out []int
-	for i, k := range kids {
-		if marks[i] != "" && looking[marks[i]] == nil {
-			continue
-		}
-		out = append(out, k)
-		out = append(out, Descendants(k)...)
+	for _, r := range roots {
+		out = append(out, r)
+		out = append(out, Descendants(r)...)
 	}
 	return out
 }

@@ -115,3 +115,38 @@ func TestKillMarkedSharesScans(t *testing.T) {
 		t.Error("a process of another run was killed")
 	}
 }
+
+// What a run left when its command exited is an orphan of this process (its
+// subreaper): KillMarked finds it among the main thread's children, whichever thread
+// forked the command, and kills it; a marked orphan of another run lives on.
+func TestKillMarkedOrphans(t *testing.T) {
+	dir := t.TempDir()
+	mark, other := NewRunMark("/srv/app", "web"), NewRunMark("/srv/app", "web")
+	var orphans []int
+	for i, m := range []string{mark, mark, other} {
+		// Started from goroutines of their own, so that the forks come from several
+		// threads of this process.
+		done := make(chan *Process)
+		go func() {
+			c := sh(fmt.Sprintf(`setsid sleep 600 & echo $! > %s/o%d.new && mv %s/o%d.new %s/o%d.pid`, dir, i, dir, i, dir, i))
+			c.Env = WithRunMark(os.Environ(), m)
+			done <- start(t, c)
+		}()
+		waitDone(t, <-done)
+		o := readPidFile(t, fmt.Sprintf("%s/o%d.pid", dir, i))
+		t.Cleanup(func() { syscall.Kill(o, syscall.SIGKILL) })
+		waitFor(t, "the orphan running sleep", func() (bool, string) {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", o))
+			return strings.TrimSpace(string(b)) == "sleep", string(b)
+		})
+		orphans = append(orphans, o)
+	}
+	if n := KillMarked(mark, 5*time.Second); n != 2 {
+		t.Errorf("KillMarked = %d, want 2 (the run's two orphans)", n)
+	}
+	waitGone(t, orphans[0])
+	waitGone(t, orphans[1])
+	if s, _ := procState(orphans[2]); s == "" || s == "Z" {
+		t.Error("an orphan of another run was killed")
+	}
+}
