@@ -171,8 +171,41 @@ func JoinSelf(procsFiles []string) error {
 // removed) and closes what the group keeps open; Usage afterwards is an error. One
 // already gone is fine.
 func (g *Group) Remove() error {
+	_, err := g.remove(false)
+	return err
+}
+
+// RemoveEmpty is Remove for a group that should be empty (its processes were killed):
+// when the kernel says a process is still in it (EBUSY) it removes nothing, keeps
+// everything open and reports false, and the caller kills what is left (Kill) and
+// removes it (Remove). An empty group costs one rmdir a hierarchy, without a read of
+// its processes first.
+func (g *Group) RemoveEmpty() (bool, error) {
+	return g.remove(true)
+}
+
+// remove is Remove; ifEmpty: unless the first directory (the one that holds every
+// process, or a v1 one) is busy.
+func (g *Group) remove(ifEmpty bool) (bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	dirs := make([]string, 0, 1+len(g.places))
+	for _, p := range append([]place{{dir: g.unified}}, g.places...) {
+		if p.dir != "" {
+			dirs = append(dirs, p.dir)
+		}
+	}
+	var errs []error
+	if ifEmpty && len(dirs) > 0 {
+		switch err := unix.Rmdir(dirs[0]); err {
+		case unix.EBUSY:
+			return false, nil
+		case nil, unix.ENOENT:
+		default:
+			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", dirs[0], err))
+		}
+		dirs = dirs[1:]
+	}
 	g.removed = true
 	g.closeFiles()
 	g.dropStat()
@@ -180,16 +213,12 @@ func (g *Group) Remove() error {
 		unix.Close(g.fd)
 		g.fd = -1
 	}
-	var errs []error
-	for _, p := range append([]place{{dir: g.unified}}, g.places...) {
-		if p.dir == "" {
-			continue
-		}
-		if err := unix.Rmdir(p.dir); err != nil && err != unix.ENOENT {
-			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", p.dir, err))
+	for _, dir := range dirs {
+		if err := unix.Rmdir(dir); err != nil && err != unix.ENOENT {
+			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", dir, err))
 		}
 	}
-	return errors.Join(errs...)
+	return true, errors.Join(errs...)
 }
 
 // listPids is pids for Kill, which holds no lock between its steps: a copy of its own.

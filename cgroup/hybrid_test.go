@@ -337,3 +337,38 @@ func cloneInto(g *Group, argv ...string) *exec.Cmd {
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: g.FD(), Setpgid: true}
 	return cmd
 }
+
+// RemoveEmpty removes nothing from a group a process is still in, and it keeps
+// working (its usage reads); once the group is emptied it is removed in every
+// hierarchy, the v1 one its limit made too.
+func TestHybridRealRemoveEmpty(t *testing.T) {
+	tree := realHybridTree(t)
+	g := realGroup(t, tree, "web")
+	if errs := g.SetLimits(Limits{Pids: 50}); errs != nil {
+		t.Fatal(errs)
+	}
+	pidsDir := dirOf(g.places, "pids")
+	cmd := cloneInto(g, "sleep", "100")
+	startCmd(t, cmd)
+	sleepers(t, g, 1)
+	if removed, err := g.RemoveEmpty(); removed || err != nil {
+		t.Fatalf("RemoveEmpty of a group with a process = %v, %v; want false, nil", removed, err)
+	}
+	if _, err := g.Usage(); err != nil {
+		t.Errorf("Usage after a RemoveEmpty that removed nothing: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if removed, err := g.RemoveEmpty(); !removed || err != nil {
+		t.Fatalf("RemoveEmpty of an emptied group = %v, %v; want true, nil", removed, err)
+	}
+	for _, dir := range []string{g.unified, pidsDir} {
+		if exists(dir) {
+			t.Errorf("%s not removed", dir)
+		}
+	}
+}

@@ -132,9 +132,18 @@ func (c *Container) killCgroup() {
 
 // removeCgroup kills what is left in the container's cgroup (an exec handler or
 // probe still running when the loop ended) and removes it: the loop has ended for
-// good. Between runs the group stays (docs/design.md "Cgroups").
+// good. Between runs the group stays (docs/design.md "Cgroups"). The exit of the last
+// run killed what was in it, so it is removed first and killed only if the kernel
+// says it is not empty: at a shutdown every container's group went through a list of
+// its processes, found empty, before its removal.
 func (c *Container) removeCgroup() {
 	if c.placed.Swap(nil) == nil {
+		return
+	}
+	if removed, err := c.group.RemoveEmpty(); removed {
+		if err != nil {
+			c.cfg.Log.Warn().Str("container", c.Name()).Err(err).Msg("cannot remove the cgroup")
+		}
 		return
 	}
 	c.killCgroup()
