@@ -91,8 +91,9 @@ func (l *loop) startHooks() ([]*output.LineMatch, map[int]*os.File, error) {
 		sig := readySignal{run: run, startup: p == l.sc.StartupProbe}
 		switch {
 		case p.LogLine.IsSet():
+			ready, done := l.readyChan(), l.c.done
 			sig.what = "a line matching " + strconv.Quote(p.LogLine.Get())
-			ms = append(ms, output.NewLineMatch(p.LogLineRegexp(), func() { l.sendSignal(sig) }))
+			ms = append(ms, output.NewLineMatch(p.LogLineRegexp(), func() { sendSignal(ready, done, sig) }))
 		case p.Notify != nil && p.Notify.FD.IsSet():
 			r, w, err := os.Pipe()
 			if err != nil {
@@ -101,7 +102,7 @@ func (l *loop) startHooks() ([]*output.LineMatch, map[int]*os.File, error) {
 			l.health.notifyFD = r
 			files = map[int]*os.File{p.Notify.FD.Get(): w}
 			sig.what = fmt.Sprintf("a newline on fd %d", p.Notify.FD.Get())
-			go l.readNotifyFD(r, sig)
+			go readNotifyFD(r, l.readyChan(), l.c.done, sig)
 		}
 	}
 	return ms, files, nil
@@ -121,7 +122,7 @@ func (l *loop) openNotify(run uint64) error {
 		return err
 	}
 	l.health.notify = s
-	go s.serve(l.notifyMsgs, l.c.done, run)
+	go s.serve(l.notifyChan(), l.c.done, run)
 	return nil
 }
 
@@ -129,24 +130,24 @@ func (l *loop) openNotify(run uint64) error {
 // a log_line match runs on proc's output poller, which reads every container's
 // output, and the loop may be waiting for that output to end (DrainOutput). With the
 // buffer full (runs' signals not taken yet) a goroutine of its own delivers it.
-func (l *loop) sendSignal(sig readySignal) {
+func sendSignal(ready chan<- readySignal, done <-chan struct{}, sig readySignal) {
 	select {
-	case l.readySignals <- sig:
-	case <-l.c.done:
+	case ready <- sig:
+	case <-done:
 	default:
 		go func() {
 			select {
-			case l.readySignals <- sig:
-			case <-l.c.done:
+			case ready <- sig:
+			case <-done:
 			}
 		}()
 	}
 }
 
 // readNotifyFD waits for the first newline on s6's notification pipe.
-func (l *loop) readNotifyFD(r *os.File, sig readySignal) {
+func readNotifyFD(r *os.File, ready chan<- readySignal, done <-chan struct{}, sig readySignal) {
 	if _, err := bufio.NewReader(r).ReadString('\n'); err == nil {
-		l.sendSignal(sig)
+		sendSignal(ready, done, sig)
 	}
 }
 
@@ -162,7 +163,7 @@ func (l *loop) startHealth() {
 		if probes.Polled(sp) {
 			sctx, scancel := context.WithCancel(ctx)
 			l.health.startupCancel = scancel
-			probes.Start(sctx, probes.Startup, sp, l.target(), l.runID, l.probeEvents, l.c.history(probes.Startup))
+			probes.Start(sctx, probes.Startup, sp, l.target(), l.runID, l.probeChan(), l.c.history(probes.Startup))
 		}
 	} else {
 		l.startRunProbes(ctx)
@@ -181,7 +182,7 @@ func (l *loop) startHealth() {
 func (l *loop) startRunProbes(ctx context.Context) {
 	now := time.Now()
 	if lp := l.sc.LivenessProbe; lp != nil {
-		probes.Start(ctx, probes.Liveness, lp, l.target(), l.runID, l.probeEvents, l.c.history(probes.Liveness))
+		probes.Start(ctx, probes.Liveness, lp, l.target(), l.runID, l.probeChan(), l.c.history(probes.Liveness))
 	}
 	rp := l.sc.ReadinessProbe
 	switch {
@@ -189,7 +190,7 @@ func (l *loop) startRunProbes(ctx context.Context) {
 		l.st.Ready.Set(true, status.ReasonRunning, "", now)
 	case probes.Polled(rp):
 		l.st.Ready.Set(false, status.ReasonNotProbed, "readiness probe has not succeeded yet", now)
-		probes.Start(ctx, probes.Readiness, rp, l.target(), l.runID, l.probeEvents, l.c.history(probes.Readiness))
+		probes.Start(ctx, probes.Readiness, rp, l.target(), l.runID, l.probeChan(), l.c.history(probes.Readiness))
 	case l.health.readyPending:
 		l.st.Ready.Set(true, status.ReasonReady, "", now)
 	default:

@@ -344,3 +344,44 @@ func TestLivenessFailureKillsAndRestarts(t *testing.T) {
 		t.Errorf("signal %q, want SIGKILL", l.st.LastExit.Signal)
 	}
 }
+
+// An idle running container without probes, notify socket or log_line has made
+// none of the channels its helpers report on (each was a buffer and one more case
+// for every idle container's select to wait on): a run makes what it needs, a stop
+// its own, and each works once made.
+func TestHelperChannelsMadeWhenNeeded(t *testing.T) {
+	l := newTestLoop(t, "always", "")
+	into(t, l, stateRunning)
+	if l.probeEvents != nil || l.notifyMsgs != nil || l.readySignals != nil || l.stopSteps != nil {
+		t.Fatal("a running container without probes made a helper channel")
+	}
+	l.beginStop(StopOp{}, stateStopping)
+	if l.stopSteps == nil {
+		t.Fatal("the stop sequence has no channel to report on")
+	}
+	settle(t, l)
+	if l.state != stateStopped {
+		t.Fatalf("state %s after the stop, want stopped", l.state)
+	}
+
+	p := newTestLoop(t, "always", "    readiness_probe: {exec: {command: \"true\"}, period: 50ms, initial_delay: 0s}\n")
+	into(t, p, stateRunning)
+	if p.probeEvents == nil || p.readySignals != nil {
+		t.Fatalf("a run with an exec readiness probe: want the probes' channel alone (%v, %v, state %s)", p.probeEvents != nil, p.readySignals != nil, p.state)
+	}
+	select {
+	case ev := <-p.probeEvents:
+		p.onProbe(ev)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no probe result in 10 s")
+	}
+	if !p.st.Ready.True() {
+		t.Fatalf("not ready after a passing check: %+v", p.st.Ready)
+	}
+
+	m := newTestLoop(t, "always", "    readiness_probe: {log_line: never}\n")
+	into(t, m, stateRunning)
+	if m.readySignals == nil || m.probeEvents != nil {
+		t.Fatal("a run with a log_line readiness probe: want the readiness signals' channel alone")
+	}
+}

@@ -162,7 +162,7 @@ func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
 		waits:     l.sc.TermBarrier == spec.BarrierWait,
 		barriers:  append([]*Barrier(nil), op.Barriers...),
 		target:    probes.Target{Env: proc.WithRunMark(l.cfg.Env, l.mark), Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity(), Cgroup: l.c.Placement()},
-		events:    l.stopSteps,
+		events:    l.stopChan(),
 		kill:      ctx,
 		cancelAll: cancel,
 		gone:      l.c.done,

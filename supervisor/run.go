@@ -163,6 +163,11 @@ func (sv *Supervisor) startContainers() error {
 		sv.mu.Unlock()
 		go c.Run(sv.runCtx)
 	}
+	// The statuses shown while preparing are not shown again (snapshotsLocked reads
+	// the containers now): 450 bytes a container kept for nothing.
+	sv.mu.Lock()
+	sv.waiting = nil
+	sv.mu.Unlock()
 	sv.updateReady()
 	sv.gate()
 	return nil
