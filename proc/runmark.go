@@ -128,25 +128,14 @@ func sweepMarks() {
 		}
 		sweepScanned()
 		found := map[string]bool{}
+		want := func(v string) bool { return len(byMark[v]) > 0 }
 		var fds []int
-		for _, p := range markCandidates(byMark) {
-			// The pidfd first: the process checked is the process killed, even if its
-			// pid is reused meanwhile.
-			fd, err := unix.PidfdOpen(p, 0)
-			if err != nil {
-				continue
+		for _, c := range killCarriers(markCandidates(byMark), want, &buf, nearest(byMark)) {
+			for _, k := range byMark[c.mark] {
+				k.killed[c.pid] = true
 			}
-			v, ok := markOf(p, &buf)
-			ks := byMark[v]
-			if !ok || len(ks) == 0 || unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) != nil {
-				unix.Close(fd)
-				continue
-			}
-			for _, k := range ks {
-				k.killed[p] = true
-			}
-			found[v] = true
-			fds = append(fds, fd)
+			found[c.mark] = true
+			fds = append(fds, c.fd)
 		}
 		wait := time.Duration(0)
 		for mark, ks := range byMark {
@@ -268,19 +257,9 @@ func killMarked(match func(string) bool, pids func() []int, timeout time.Duratio
 	buf := make([]byte, 0, 8<<10)
 	for round := 0; round < markRounds && time.Now().Before(deadline); round++ {
 		var fds []int
-		for _, p := range pids() {
-			// The pidfd first: the process checked is the process killed, even if its
-			// pid is reused meanwhile.
-			fd, err := unix.PidfdOpen(p, 0)
-			if err != nil {
-				continue
-			}
-			if v, ok := markOf(p, &buf); !ok || !match(v) || unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) != nil {
-				unix.Close(fd)
-				continue
-			}
-			killed[p] = true
-			fds = append(fds, fd)
+		for _, c := range killCarriers(pids(), match, &buf, deadline) {
+			killed[c.pid] = true
+			fds = append(fds, c.fd)
 		}
 		if len(fds) == 0 {
 			break
@@ -290,15 +269,103 @@ func killMarked(match func(string) bool, pids func() []int, timeout time.Duratio
 	return len(killed)
 }
 
+// carrier is a process killed for its mark: fd is its pidfd, to wait for its exit.
+type carrier struct {
+	pid, fd int
+	mark    string
+}
+
+// execRetries are the waits before each new read of an environment found empty.
+var execRetries = []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, 8 * time.Millisecond}
+
+// killCarriers sends SIGKILL to each of pids whose mark want accepts (it is given
+// the pidfd first: the process checked is the process killed, even if its pid is
+// reused meanwhile). A process in the middle of an exec shows an empty environment
+// for a moment (the kernel sets up the new one after it has switched to the new
+// memory map: a leftover caught by the scan then escaped it), so a process with an
+// empty environment that is not a kernel thread or a zombie is read again a few
+// times (execRetries, until deadline).
+func killCarriers(pids []int, want func(string) bool, buf *[]byte, deadline time.Time) []carrier {
+	var out []carrier
+	var empty []carrier // read again: mid-exec, or an environment that is empty
+	check := func(p, fd int) (again bool) {
+		v, st := markOf(p, buf)
+		switch {
+		case st == markEmpty && execing(p):
+			return true
+		case st == markFound && want(v) && unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil:
+			out = append(out, carrier{pid: p, fd: fd, mark: v})
+		default:
+			unix.Close(fd)
+		}
+		return false
+	}
+	for _, p := range pids {
+		fd, err := unix.PidfdOpen(p, 0)
+		if err != nil {
+			continue
+		}
+		if check(p, fd) {
+			empty = append(empty, carrier{pid: p, fd: fd})
+		}
+	}
+	for _, d := range execRetries {
+		if len(empty) == 0 || time.Until(deadline) < d {
+			break
+		}
+		time.Sleep(d)
+		still := empty[:0]
+		for _, c := range empty {
+			if check(c.pid, c.fd) {
+				still = append(still, c)
+			}
+		}
+		empty = still
+	}
+	for _, c := range empty {
+		unix.Close(c.fd)
+	}
+	return out
+}
+
+// execing says whether p, whose environment reads empty, may be in the middle of an
+// exec: it has an executable (a kernel thread or a zombie has none).
+func execing(p int) bool {
+	var b [1]byte
+	_, err := unix.Readlink("/proc/"+strconv.Itoa(p)+"/exe", b[:])
+	return err == nil
+}
+
+// nearest is the earliest deadline of the calls waiting on marks.
+func nearest(byMark map[string][]*markKill) time.Time {
+	var t time.Time
+	for _, ks := range byMark {
+		for _, k := range ks {
+			if t.IsZero() || k.deadline.Before(t) {
+				t = k.deadline
+			}
+		}
+	}
+	return t
+}
+
+// What markOf found in an environment.
+type markState int
+
+const (
+	markNone  markState = iota // no mark, or the environment cannot be read
+	markFound                  // a TEND_RUN
+	markEmpty                  // an empty environment
+)
+
 // maxEnviron bounds how much of a process's environment is read.
 const maxEnviron = 1 << 20
 
-// markOf is the TEND_RUN in the environment of p; ok is false when it has none (or
-// the environment cannot be read).
-func markOf(p int, buf *[]byte) (mark string, ok bool) {
+// markOf is the TEND_RUN in the environment of p.
+func markOf(p int, buf *[]byte) (string, markState) {
 	fd, err := unix.Open("/proc/"+strconv.Itoa(p)+"/environ", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", false
+		return "", markNone
 	}
 	defer unix.Close(fd)
 	b := (*buf)[:0]
@@ -307,19 +374,28 @@ func markOf(p int, buf *[]byte) (mark string, ok bool) {
 			b = slices.Grow(b, cap(b))
 		}
 		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
+		}
 		if n <= 0 || err != nil {
+			if err != nil && len(b) == 0 {
+				return "", markNone
+			}
 			break
 		}
 		b = b[:len(b)+n]
 	}
 	*buf = b
+	if len(b) == 0 {
+		return "", markEmpty
+	}
 	prefix := []byte(RunMarkVar + "=")
 	for len(b) > 0 {
 		var kv []byte
 		kv, b, _ = bytes.Cut(b, []byte{0})
 		if v, ok := bytes.CutPrefix(kv, prefix); ok {
-			return string(v), true
+			return string(v), markFound
 		}
 	}
-	return "", false
+	return "", markNone
 }
