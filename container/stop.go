@@ -161,11 +161,15 @@ func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
 		destroy:   destroy,
 		waits:     l.sc.TermBarrier == spec.BarrierWait,
 		barriers:  append([]*Barrier(nil), op.Barriers...),
-		target:    probes.Target{Env: proc.WithRunMark(l.cfg.Env, l.mark), Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity(), Cgroup: l.c.Placement()},
 		events:    l.stopChan(),
 		kill:      ctx,
 		cancelAll: cancel,
 		gone:      l.c.done,
+	}
+	if h := r.policy; h.Exec != nil || h.HTTPGet != nil || destroy != nil {
+		// Only a handler runs anything: a copy of the environment a container for a
+		// plain SIGTERM was an allocation a container at every shutdown.
+		r.target = probes.Target{Env: proc.WithRunMark(l.cfg.Env, l.mark), Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity(), Cgroup: l.c.Placement()}
 	}
 	logger := l.log
 	r.log = func(step string, kv ...any) { logger.Info().Str("step", step).Fields(kv).Msg("stopping") }

@@ -1,5 +1,7 @@
 package spec
 
+import "slices"
+
 // The stop order (docs/reference.md "depends_on", "Stop sequence"): one rule, used by
 // the supervisor when it stops containers and by `tend render --grace` when it adds
 // up the longest shutdown.
@@ -25,11 +27,10 @@ type StopPlan struct {
 func PlanStop(names []string, waits []bool, deps map[string][]string) StopPlan {
 	n := len(names)
 	p := StopPlan{After: make([][]int, n), Counts: make([][]int, n)}
-	// on[i][j]: i waits for j, to finish or to reach its TERM.
-	on := make([][]bool, n)
-	for i := range on {
-		on[i] = make([]bool, n)
-	}
+	// on[i]: the members i waits for, to finish or to reach its TERM. Lists, not an
+	// n × n matrix: a thousand containers without a depends_on made a megabyte of it
+	// at every shutdown.
+	on := make([][]int, n)
 	index := make(map[string]int, n)
 	for i, name := range names {
 		index[name] = i
@@ -41,26 +42,24 @@ func PlanStop(names []string, waits []bool, deps map[string][]string) StopPlan {
 		reach[j] = allDependencies(deps, name)
 		for d := range reach[j] {
 			if i, ok := index[d]; ok && i != j {
-				on[i][j] = true
+				on[i] = append(on[i], j)
 			}
 		}
 	}
-	for i := range names {
-		for j := range names {
-			if on[i][j] {
-				p.After[i] = append(p.After[i], j) // in the order of names
-			}
-		}
+	for i := range on {
+		slices.Sort(on[i])
+		p.After[i] = slices.Clone(on[i]) // in the order of names
 	}
+	walk := newWaitWalk(n)
 	for w := range names {
 		if !waits[w] {
 			continue
 		}
 		for k := range names {
-			if k == w || waits[k] || reach[w][names[k]] || reaches(on, k, w) {
+			if k == w || waits[k] || reach[w][names[k]] || walk.reaches(on, k, w) {
 				continue
 			}
-			on[w][k] = true
+			on[w] = append(on[w], k)
 			p.Counts[w] = append(p.Counts[w], k)
 		}
 	}
@@ -116,21 +115,35 @@ func allDependencies(deps map[string][]string, a string) map[string]bool {
 	return seen
 }
 
+// waitWalk answers reaches over and over without allocating: seen[x] == round marks
+// what the current walk has seen.
+type waitWalk struct {
+	seen  []int
+	round int
+	stack []int
+}
+
+func newWaitWalk(n int) *waitWalk { return &waitWalk{seen: make([]int, n)} }
+
 // reaches reports whether from waits, through any chain, for to.
-func reaches(waits [][]bool, from, to int) bool {
-	seen := make([]bool, len(waits))
-	stack := []int{from}
-	seen[from] = true
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
+func reaches(waits [][]int, from, to int) bool {
+	return newWaitWalk(len(waits)).reaches(waits, from, to)
+}
+
+func (w *waitWalk) reaches(waits [][]int, from, to int) bool {
+	w.round++
+	w.stack = append(w.stack[:0], from)
+	w.seen[from] = w.round
+	for len(w.stack) > 0 {
+		x := w.stack[len(w.stack)-1]
+		w.stack = w.stack[:len(w.stack)-1]
 		if x == to {
 			return true
 		}
-		for y, w := range waits[x] {
-			if w && !seen[y] {
-				seen[y] = true
-				stack = append(stack, y)
+		for _, y := range waits[x] {
+			if w.seen[y] != w.round {
+				w.seen[y] = w.round
+				w.stack = append(w.stack, y)
 			}
 		}
 	}

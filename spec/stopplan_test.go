@@ -28,19 +28,13 @@ func TestPlanStop(t *testing.T) {
 		t.Errorf("counts = %v, want w1: [i1], d: []", p.Counts)
 	}
 	// The whole wait graph has no cycle.
-	on := make([][]bool, len(names))
+	on := make([][]int, len(names))
 	for i := range on {
-		on[i] = make([]bool, len(names))
-		for _, j := range p.After[i] {
-			on[i][j] = true
-		}
-		for _, j := range p.Counts[i] {
-			on[i][j] = true
-		}
+		on[i] = append(slices.Clone(p.After[i]), p.Counts[i]...)
 	}
 	for i := range names {
-		for j := range names {
-			if on[i][j] && reaches(on, j, i) {
+		for _, j := range on[i] {
+			if reaches(on, j, i) {
 				t.Errorf("%s and %s wait for each other", names[i], names[j])
 			}
 		}
