@@ -134,8 +134,10 @@ type loop struct {
 // update swaps it: specState), and the channels on which the goroutines it starts
 // (probes, notify sockets, stop sequences) report back.
 type loopDeps struct {
-	c     *Container
-	cfg   Config
+	c *Container
+	// cfg is the container's Config (c.cfg, never written through), or the one a
+	// start_first update made (updatedSpec): a pointer, not a copy, in every loop.
+	cfg   *Config
 	sc    *spec.Container
 	rules restart.Rules // restart_policy: what follows a run (restart.Decide)
 	rand  func() float64
@@ -236,7 +238,7 @@ func newLoop(c *Container) *loop {
 	return &loop{
 		loopDeps: loopDeps{
 			c:     c,
-			cfg:   c.cfg,
+			cfg:   &c.cfg,
 			sc:    sc,
 			rules: restart.RulesFromSpec(sc.RestartPolicy),
 			rand:  rnd,

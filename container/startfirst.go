@@ -47,7 +47,7 @@ type rollout struct {
 // specState is what the container's processes start from: its spec and what
 // depends on it. A start_first update swaps it, a rollback restores it.
 type specState struct {
-	cfg       Config
+	cfg       *Config
 	sc        *spec.Container
 	rules     restart.Rules
 	histories *[3]*probes.History
@@ -62,10 +62,10 @@ func (l *loop) specState() specState {
 // processes from. What a reload does not hand over this way (the sockets, the log
 // file, limits, the schedule) makes it replace the container stop-first instead
 // (supervisor: startFirstUpdate).
-func updatedSpec(cur Config, next *Container) specState {
-	cfg := cur
+func updatedSpec(cur *Config, next *Container) specState {
+	cfg := *cur
 	cfg.Spec, cfg.Env, cfg.Dir = next.cfg.Spec, next.cfg.Env, next.cfg.Dir
-	return specState{cfg: cfg, sc: next.cfg.Spec, rules: restart.RulesFromSpec(next.cfg.Spec.RestartPolicy), histories: next.histories.Load()}
+	return specState{cfg: &cfg, sc: next.cfg.Spec, rules: restart.RulesFromSpec(next.cfg.Spec.RestartPolicy), histories: next.histories.Load()}
 }
 
 // useSpec makes s the spec the loop runs, and shows it to readers (Spec, Describe).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"time"
 
@@ -144,6 +145,13 @@ func (sv *Supervisor) setUp() (chan os.Signal, error) {
 	return p.signals, nil
 }
 
+// collectStartGarbage collects what parsing and preparing left, once the first
+// container is on its way (its start does not wait) and before the others make
+// their objects: these then fill the slots that garbage leaves, instead of spans
+// of their own that the garbage would keep partly empty for good. 100 idle
+// containers: anonymous memory 4.3 -> 4.15 MiB (bench/README.md).
+func collectStartGarbage() { runtime.GC() }
+
 // startContainers starts every container of the spec.
 func (sv *Supervisor) startContainers() error {
 	sv.log.Info().Msg("prepared; starting containers")
@@ -162,6 +170,9 @@ func (sv *Supervisor) startContainers() error {
 		sv.containers = append(sv.containers, c)
 		sv.mu.Unlock()
 		go c.Run(sv.runCtx)
+		if i == 0 && len(sv.spec.Containers) > 1 {
+			collectStartGarbage()
+		}
 	}
 	// The statuses shown while preparing are not shown again (snapshotsLocked reads
 	// the containers now): 450 bytes a container kept for nothing.
