@@ -77,6 +77,7 @@ type Server struct {
 	// Shutdown need not wait for them.
 	closed    chan struct{}
 	closeOnce sync.Once
+	status    statusCache // the last status document served, encoded
 }
 
 // Serve opens every address of cfg.Listen and serves sv on them in the background.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,11 +56,25 @@ func (a *Server) handler(trusted bool) http.Handler {
 	return mux
 }
 
-// serveStatus is GET /v1/status: the status document.
+// serveStatus is GET /v1/status: the status document, encoded only when it differs
+// from the last one served (statusCache).
 func (a *Server) serveStatus(w http.ResponseWriter, _ *http.Request) {
-	doc := a.sv.Status()
-	doc.Tend = selfProcess()
-	writeJSON(w, http.StatusOK, doc)
+	body, err := a.status.encode(a.sv.Status())
+	var head, tail []byte
+	if err == nil {
+		head, tail, err = withTend(body, selfProcess())
+	}
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	setWriteDeadline(w)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(tail)))
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(head); err == nil {
+		_, _ = w.Write(tail)
+	}
 }
 
 // serveContainer is GET /v1/containers/NAME: the container's status entry with its
