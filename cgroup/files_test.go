@@ -108,3 +108,47 @@ func TestUsageConcurrentWithKillAndRemove(t *testing.T) {
 		}
 	}
 }
+
+// Usage reads the counts that only a running process changes (processes, OOM kills)
+// again only once the group's CPU time has moved: while it stands still none of the
+// group's processes ran, so none forked, exited or was OOM-killed. Here the files
+// change without it, which a real group cannot do, to see which sample read them.
+func TestUsageReadsProcessCountsAgainOnlyAfterTheGroupRan(t *testing.T) {
+	t.Run("v2", func(t *testing.T) {
+		g, dir := fakeV2Group(t)
+		if u, err := g.Usage(); err != nil || u.Pids != 3 || u.OOMKills != 1 {
+			t.Fatalf("Usage = %+v, %v; want 3 pids, 1 OOM kill", u, err)
+		}
+		writeFixture(t, filepath.Join(dir, "pids.current"), "5\n")
+		writeFixture(t, filepath.Join(dir, "memory.events"), "oom_kill 2\n")
+		writeFixture(t, filepath.Join(dir, "memory.current"), "5000\n")
+		if u, err := g.Usage(); err != nil || u.Pids != 3 || u.OOMKills != 1 || u.MemoryBytes != 4600 {
+			t.Fatalf("Usage at the same CPU time = %+v, %v; want 3 pids and 1 OOM kill as before, memory read anew (4600)", u, err)
+		}
+		writeFixture(t, filepath.Join(dir, "cpu.stat"), "usage_usec 2500001\n")
+		if u, err := g.Usage(); err != nil || u.Pids != 5 || u.OOMKills != 2 {
+			t.Fatalf("Usage after the group ran = %+v, %v; want 5 pids, 2 OOM kills", u, err)
+		}
+	})
+	t.Run("hybrid", func(t *testing.T) {
+		root, _, unified := fakeHybrid(t)
+		tree, _ := Open(root, "auto", 1)
+		defer tree.Close()
+		g, _ := tree.Group(KindContainers, "web")
+		dir := filepath.Join(unified, "containers/web")
+		sleep := reapedSleep(t)
+		writeFixture(t, filepath.Join(dir, "cpu.stat"), "usage_usec 1000\n")
+		writeFixture(t, filepath.Join(dir, "cgroup.procs"), itoa(int64(sleep.Process.Pid))+"\n")
+		if u, err := g.Usage(); err != nil || u.Pids != 1 {
+			t.Fatalf("Usage of a sleep = %+v, %v; want 1 pid", u, err)
+		}
+		writeFixture(t, filepath.Join(dir, "cgroup.procs"), itoa(int64(sleep.Process.Pid))+"\n"+itoa(int64(os.Getpid()))+"\n")
+		if u, err := g.Usage(); err != nil || u.Pids != 1 {
+			t.Fatalf("Usage at the same CPU time = %+v, %v; want the sleep's 1 pid as before", u, err)
+		}
+		writeFixture(t, filepath.Join(dir, "cpu.stat"), "usage_usec 2000\n")
+		if u, err := g.Usage(); err != nil || u.Pids < 2 {
+			t.Fatalf("Usage after the group ran = %+v, %v; want the sleep and this process's threads", u, err)
+		}
+	})
+}

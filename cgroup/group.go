@@ -44,6 +44,7 @@ type Group struct {
 	members []int           // the last pids() answer, reused
 	statPid int             // the process whose /proc/PID/stat is kept open (readStat), or 0
 	statFD  int
+	still   stillCounts // what the last Usage read that only a running process changes
 }
 
 // create makes the group's directories. One that exists was left by a tend that crashed
@@ -236,6 +237,7 @@ func (g *Group) listPids() ([]int, error) {
 // until the next call; a directory that does not exist lists none. The caller holds g.mu.
 func (g *Group) pids(buf *[]byte) ([]int, error) {
 	g.members = g.members[:0]
+	g.still.members = false // read for another caller: Usage reads them again
 	dirs := 0
 	add := func(dir string, v1 bool) error {
 		var data []byte

@@ -51,6 +51,32 @@ func (g *Group) Usage() (Usage, error) {
 	return g.usageV1(g.places, buf)
 }
 
+// stillCounts are a group's counts that change only when one of its processes runs:
+// its processes (a fork, an exit) and its OOM kills (the OOM killer runs in the
+// process that allocates, and its victim runs to exit). While the group's CPU time
+// reads the same, none of its processes ran, and Usage takes them from the last
+// sample instead of reading their files again: a third of an idle container's reads
+// (tend top turns on the sampling of every container, each second). The kernel adds
+// a running process's time at the latest at its next tick, so a fork shows at the
+// latest one sample later, as its CPU time does.
+type stillCounts struct {
+	cpu     int64 // the CPU time (in its file's unit) plus 1 they were read at; 0: none kept
+	pids    int64
+	ooms    int64
+	members bool // hybrid: g.members are the group's processes at cpu
+}
+
+// stillAt reports whether the counts kept were read at CPU time cpu.
+func (s *stillCounts) stillAt(cpu int64) bool { return s.cpu == cpu+1 }
+
+// keep keeps pids and ooms as read at CPU time cpu, or nothing if a read failed.
+func (s *stillCounts) keep(cpu, pids, ooms int64, err error) {
+	s.cpu, s.pids, s.ooms = 0, pids, ooms
+	if err == nil {
+		s.cpu = cpu + 1
+	}
+}
+
 // usageHybrid reads CPU time from the cgroup2 group's cpu.stat (there without any
 // controller), memory and OOM kills from the v1 memory group and pids from the v1 pids
 // group where a limit joined them; without those, memory (resident set size, as
@@ -66,7 +92,12 @@ func (g *Group) usageHybrid(buf *[]byte) (Usage, error) {
 	if memory && pids {
 		return u, err
 	}
-	members, err2 := g.pids(buf)
+	members, err2 := g.members, error(nil)
+	if !g.still.stillAt(usec) || !g.still.members {
+		members, err2 = g.pids(buf)
+		g.still.keep(usec, 0, 0, err2)
+		g.still.members = err2 == nil
+	}
 	p := g.usageOfPids("/proc", members, buf)
 	if !memory {
 		u.MemoryBytes = p.MemoryBytes
@@ -84,8 +115,13 @@ func (g *Group) usageV2(dir string, buf *[]byte) (Usage, error) {
 	}
 	current, err2 := g.readInt(dir, "memory.current", buf)
 	inactive, err3 := g.readKey(dir, "memory.stat", "inactive_file", buf)
-	pids, err4 := g.readInt(dir, "pids.current", buf)
-	ooms, err5 := g.readKey(dir, "memory.events", "oom_kill", buf)
+	pids, ooms := g.still.pids, g.still.ooms
+	var err4, err5 error
+	if !g.still.stillAt(usec) {
+		pids, err4 = g.readInt(dir, "pids.current", buf)
+		ooms, err5 = g.readKey(dir, "memory.events", "oom_kill", buf)
+		g.still.keep(usec, pids, ooms, errors.Join(err4, err5))
+	}
 	u := Usage{
 		CPUSeconds:  float64(usec) / 1e6,
 		MemoryBytes: max(current-inactive, 0),
