@@ -149,25 +149,12 @@ func timeText(t *status.Time, now time.Time) string {
 		return "-"
 	}
 	if t.After(now) {
-		return fmt.Sprintf("%s (in %s)", t.Local().Format(time.DateTime), roughly(t.Sub(now)))
+		return fmt.Sprintf("%s (in %s)", t.Local().Format(time.DateTime), status.HumanDuration(t.Sub(now)))
 	}
 	return fmt.Sprintf("%s (%s)", t.Local().Format(time.DateTime), ago(t.Time, now))
 }
 
 // ago is how long before now t was, in the unit that fits: "3m ago".
 func ago(t, now time.Time) string {
-	return roughly(now.Sub(t)) + " ago"
-}
-
-// roughly is d in its largest unit, as kubectl prints ages: 45s, 3m, 5h, 2d.
-func roughly(d time.Duration) string {
-	switch d = max(d, 0); {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d/time.Hour))
-	}
-	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	return status.HumanDuration(now.Sub(t)) + " ago"
 }

@@ -1,6 +1,9 @@
 package status
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Usage is what a container uses (docs/reference.md "Cgroups and limits"), at most 2 s old. CPUSeconds,
 // MemoryBytes and Pids are of the current run (0 memory and pids between runs; CPU
@@ -13,6 +16,20 @@ type Usage struct {
 	// CPUPercent is tend's own, beyond the four above: the CPU of the last second or so,
 	// in % of one core (the difference of two samples), for the status table.
 	CPUPercent float64 `json:"cpu_percent"`
+}
+
+// HumanDuration writes d in its largest unit, as kubectl prints ages: 45s, 3m, 5h
+// (below two days), 2d; a negative d as 0s. tend describe and tend top show ages so.
+func HumanDuration(d time.Duration) string {
+	switch d = max(d, 0); {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
 }
 
 // HumanBytes writes n in binary units with one decimal (12.3Mi), as the status table

@@ -3,7 +3,6 @@ package top
 import (
 	"fmt"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -58,7 +57,7 @@ func (m *Model) waitingView() []string {
 		"tend top: " + m.Addr,
 		"",
 		m.paint(red, "tend is unreachable: "+oneLine(m.err.Error())),
-		fmt.Sprintf("retrying every %s (for %s so far)", m.Interval, roughly(m.now.Sub(m.errSince))),
+		fmt.Sprintf("retrying every %s (for %s so far)", m.Interval, status.HumanDuration(m.now.Sub(m.errSince))),
 	}
 }
 
@@ -69,7 +68,7 @@ func (m *Model) header() []string {
 	d := m.doc
 	line1 := fmt.Sprintf("%s  revision %s  %s", d.Instance, d.Revision, m.paint(instanceColor(d.State), string(d.State)))
 	if t := d.Tend; t != nil {
-		line1 += "  up " + roughly(m.now.Sub(t.StartedAt.Time))
+		line1 += "  up " + status.HumanDuration(m.now.Sub(t.StartedAt.Time))
 	}
 	line2 := fmt.Sprintf("installed %s  ready %s", condText(d.Installed), condText(d.Ready))
 	line3 := "cgroups " + string(d.Cgroups.Mode)
@@ -82,7 +81,7 @@ func (m *Model) header() []string {
 	notice := ""
 	switch {
 	case m.err != nil:
-		notice = m.paint(red, fmt.Sprintf("unreachable for %s, retrying every %s: %s", roughly(m.now.Sub(m.errSince)), m.Interval, oneLine(m.err.Error())))
+		notice = m.paint(red, fmt.Sprintf("unreachable for %s, retrying every %s: %s", status.HumanDuration(m.now.Sub(m.errSince)), m.Interval, oneLine(m.err.Error())))
 	case d.ReloadError != "":
 		notice = m.paint(red, "reload error: "+oneLine(d.ReloadError))
 	case !d.Ready.True() && d.Ready.Message != "":
@@ -193,11 +192,11 @@ func (m *Model) row(c status.Container, col columns, selected bool) string {
 func (m *Model) since(c status.Container) string {
 	switch {
 	case c.Pid != nil && c.StartedAt != nil:
-		return roughly(m.now.Sub(c.StartedAt.Time))
+		return status.HumanDuration(m.now.Sub(c.StartedAt.Time))
 	case c.NextStartAt != nil:
-		return "in " + roughly(c.NextStartAt.Sub(m.now))
+		return "in " + status.HumanDuration(c.NextStartAt.Sub(m.now))
 	case c.LastExit != nil:
-		return roughly(m.now.Sub(c.LastExit.At.Time))
+		return status.HumanDuration(m.now.Sub(c.LastExit.At.Time))
 	}
 	return "-"
 }
@@ -317,7 +316,7 @@ func (m *Model) revisionsView(width, height int) []string {
 			ready += ": " + r.Ready.Message
 		}
 		lines = append(lines, fmt.Sprintf("%s%-14s %-6s %-6s %-8s %-22s %s", marker, fit(r.ID, 14), active, r.Source,
-			roughly(m.now.Sub(r.CreatedAt.Time)), fit(condText(r.Installed), 22), ready))
+			status.HumanDuration(m.now.Sub(r.CreatedAt.Time)), fit(condText(r.Installed), 22), ready))
 	}
 	if len(m.doc.Revisions) == 0 {
 		lines = append(lines, "  (no revisions)")
@@ -508,17 +507,4 @@ func shortBytes(n int64) string {
 		return fmt.Sprintf("%.0f%ci", v, units[i])
 	}
 	return fmt.Sprintf("%.1f%ci", v, units[i])
-}
-
-// roughly is d in its largest unit, as kubectl prints ages: 45s, 3m, 5h, 2d.
-func roughly(d time.Duration) string {
-	switch d = max(d, 0); {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d/time.Hour))
-	}
-	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
 }
