@@ -129,6 +129,19 @@ type loop struct {
 	usage  runUsage // the runs' usage and memory_restart (usage.go)
 }
 
+// containerLog logs as the container: each event carries its name, in the place a
+// logger made by With would put it (after the base logger's own fields). Not such a
+// logger: that holds a 500-byte buffer for its fields, in every container.
+type containerLog struct {
+	base *zerolog.Logger
+	name string
+}
+
+func (g containerLog) Debug() *zerolog.Event { return g.base.Debug().Str("container", g.name) }
+func (g containerLog) Info() *zerolog.Event  { return g.base.Info().Str("container", g.name) }
+func (g containerLog) Warn() *zerolog.Event  { return g.base.Warn().Str("container", g.name) }
+func (g containerLog) Error() *zerolog.Event { return g.base.Error().Str("container", g.name) }
+
 // loopDeps is what the loop uses and does not own: the container (its cgroup,
 // output writers, sockets and command channel), the spec it runs (a start_first
 // update swaps it: specState), and the channels on which the goroutines it starts
@@ -141,7 +154,7 @@ type loopDeps struct {
 	sc    *spec.Container
 	rules restart.Rules // restart_policy: what follows a run (restart.Decide)
 	rand  func() float64
-	log   zerolog.Logger
+	log   containerLog
 
 	// Made when first needed (probeChan and the others below), then kept; nil
 	// until then, a case the loop's select never takes.
@@ -242,7 +255,7 @@ func newLoop(c *Container) *loop {
 			sc:    sc,
 			rules: restart.RulesFromSpec(sc.RestartPolicy),
 			rand:  rnd,
-			log:   c.cfg.Log.With().Str("container", sc.Name).Logger(),
+			log:   containerLog{base: &c.cfg.Log, name: sc.Name},
 		},
 		state: initial,
 		st:    st,
