@@ -22,8 +22,8 @@
 # BENCH_WINDOW (seconds), BENCH_N (containers, default 100), BENCH_PORT_BASE (31000),
 # BENCH_SKIP="pebble supervisord ..." (peers to leave out), BENCH_ONLY="exec idle ..."
 # (scenarios to run, words above), BENCH_BASE=/path/to/an/older/tend (adds it as the peer
-# tend-base, for before/after runs; its specs leave out `instance.cgroups`, which tend
-# before 31d28ea+1 does not know), BENCH_CACHE (where pebble and process-compose are
+# tend-base, for before/after runs; its specs have `instance.cgroups: off` like tend's
+# when it knows the key, and leave it out for a tend before 31d28ea+1), BENCH_CACHE (where pebble and process-compose are
 # built), BENCH_PROCESS_COMPOSE=/path (use that binary instead of building one),
 # BENCH_SOAK_SECONDS (300), BENCH_REPS_START, BENCH_REPS_RESTART.
 # The cost curve from 1 to 1000 containers is bench/curve.sh (`make bench-curve`).
@@ -175,12 +175,20 @@ rm -rf "$OUT/logs" "$RESULTS" "$OUT/RESULTS.md" "$OUT/versions.md" "$OUT/benchct
 mkdir -p "$OUT/logs"
 : >"$RESULTS"
 
+# A tend-base that knows instance.cgroups runs with it off, as tend does: left out, it
+# would stop with cgroups and be measured on another path.
+BASE_CGROUPS=0
+if have tend-base; then
+	printf 'instance: {cgroups: off}\ncontainers: [{name: c, command: [sleep, "1"]}]\n' >"$WORK/base-cgroups.yaml"
+	"$BENCH_BASE" validate "$WORK/base-cgroups.yaml" >/dev/null 2>&1 && BASE_CGROUPS=1
+fi
+
 # --- versions ----------------------------------------------------------------------
 {
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r)"
 	echo "- tend: $("$TEND" version 2>/dev/null | head -n 1) ($("$GO" version | awk '{print $3}'))"
-	have tend-base && echo "- tend-base: $BENCH_BASE ($("$BENCH_BASE" version 2>/dev/null | head -n 1))"
+	have tend-base && echo "- tend-base: $BENCH_BASE ($("$BENCH_BASE" version 2>/dev/null | head -n 1)), $([[ $BASE_CGROUPS == 1 ]] && echo "\`cgroups: off\` as tend" || echo "its default cgroups (it does not know \`instance.cgroups\`)")"
 	echo "- benchfloor: bench/cmd/benchfloor (static Go, -s -w, same Go); benchfloor-libs: the same with the $(grep -c '^	_' "$WORK/floorlibs.go") packages tend imports linked in ($(stat -c %s "$WORK/bin/benchfloor-libs") bytes; tend $(stat -c %s "$TEND"))"
 	have tini && echo "- tini: $(tini --version 2>&1 | head -n 1) (Debian package)"
 	have dumb-init && echo "- dumb-init: $(dumb-init --version 2>&1 | head -n 1) (Debian package)"
@@ -197,13 +205,14 @@ cat "$OUT/versions.md" >&2
 # once, restarted with no backoff) | sleepN | httpdN (probed servers) | plainN (same, no
 # probes) | soak (1000 sleeps, each with an HTTP check of its own path, + one server).
 
-# write_tend DIR KIND [base]: base leaves out instance.cgroups (tend before that key).
+# write_tend DIR KIND [base]: base leaves out instance.cgroups when BENCH_BASE does
+# not know the key (BASE_CGROUPS).
 write_tend() {
 	local dir=$1 kind=$2 base=${3:-} i p
 	mkdir -p "$dir"
 	{
 		# cgroups off: no peer makes cgroups, and a cgroup per run would have to be removed
-		[[ -z $base ]] && echo "instance: {cgroups: off}"
+		[[ -z $base || $BASE_CGROUPS == 1 ]] && echo "instance: {cgroups: off}"
 		echo "containers:"
 		case $kind in
 		true) echo "  - {name: c1, command: [/bin/true], restart_policy: {mode: never}}" ;;
