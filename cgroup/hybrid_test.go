@@ -328,6 +328,9 @@ func TestHybridRealMemoryLimitJoinsV1(t *testing.T) {
 	if u, err := g.Usage(); err != nil || u.OOMKills != 1 {
 		t.Errorf("Usage = %+v, %v; want 1 OOM kill", u, err)
 	}
+	if n, err := g.OOMKills(); err != nil || n != 1 {
+		t.Errorf("OOMKills = %d, %v; want 1, as Usage", n, err)
+	}
 }
 
 // cloneInto is a command started in g by clone3's CLONE_INTO_CGROUP, in a process group

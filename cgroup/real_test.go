@@ -267,6 +267,9 @@ func TestV1OOMKillCounted(t *testing.T) {
 	if err != nil || u.OOMKills != 1 {
 		t.Errorf("Usage = %+v, %v; want 1 OOM kill", u, err)
 	}
+	if n, err := g.OOMKills(); err != nil || n != 1 {
+		t.Errorf("OOMKills = %d, %v; want 1, as Usage", n, err)
+	}
 }
 
 // TestV2Unified uses the controller-less cgroup2 hierarchy of a hybrid host (or any

@@ -51,6 +51,41 @@ func (g *Group) Usage() (Usage, error) {
 	return g.usageV1(g.places, buf)
 }
 
+// OOMKills is the group's count of OOM kills as Usage reads it, and nothing else: what
+// a container's exit notes (Container.exited), where Usage also read the CPU time,
+// the processes and their memory for nothing. On a hybrid host the count is the v1
+// memory group's, which only a memory limit makes: without one there is nothing to
+// read, and it is 0.
+func (g *Group) OOMKills() (int64, error) {
+	places := g.places
+	switch {
+	case g.mode == ModeOff:
+		return 0, nil
+	case g.mode == ModeV2:
+	case g.unified != "":
+		places = g.joined
+		if dirOf(places, "memory") == "" {
+			return 0, nil
+		}
+	}
+	readSlots <- struct{}{}
+	defer func() { <-readSlots }()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.removed {
+		return 0, fmt.Errorf("OOM kills of cgroup %s: %w", g.path, errRemoved)
+	}
+	buf := readBufs.Get().(*[]byte)
+	defer readBufs.Put(buf)
+	if g.mode == ModeV2 {
+		return g.readKey(g.places[0].dir, "memory.events", "oom_kill", buf)
+	}
+	if dir := dirOf(places, "memory"); dir != "" {
+		return g.readKey(dir, "memory.oom_control", "oom_kill", buf)
+	}
+	return 0, nil
+}
+
 // stillCounts are a group's counts that change only when one of its processes runs:
 // its processes (a fork, an exit) and its OOM kills (the OOM killer runs in the
 // process that allocates, and its victim runs to exit). While the group's CPU time

@@ -113,10 +113,12 @@ func (c *Container) endInitRun(mark string) {
 
 // noteExitOOMs keeps the group's OOM kills as the run's root process exited, before
 // what is left is killed, for the loop to tell an OOM kill (usageRunEnd). Unreadable,
-// the count of the run's start stays: no OOM kill is named.
+// the count of the run's start stays: no OOM kill is named. Only the count is read
+// (Group.OOMKills): the whole usage cost every container's exit at a shutdown a read
+// of its CPU time and a list of its processes.
 func (c *Container) noteExitOOMs() {
-	if u, err := c.group.Usage(); err == nil {
-		c.exitOOMs.Store(u.OOMKills)
+	if n, err := c.group.OOMKills(); err == nil {
+		c.exitOOMs.Store(n)
 	}
 }
 
