@@ -152,3 +152,31 @@ func TestUsageReadsProcessCountsAgainOnlyAfterTheGroupRan(t *testing.T) {
 		}
 	})
 }
+
+// Usage takes a group's CPU time from its last reading while the CPU time of every
+// group of its kind (<start>/containers/cpu.stat) reads the same: none of their
+// processes ran. As above, the files here change in ways a real tree cannot.
+func TestUsageReadsCPUAgainOnlyAfterItsKindRan(t *testing.T) {
+	defer func(fresh time.Duration) { kindCPUFresh = fresh }(kindCPUFresh)
+	kindCPUFresh = 0 // every Usage reads the kind's CPU time
+	g, dir := fakeV2Group(t)
+	kind := filepath.Dir(dir)
+	writeFixture(t, filepath.Join(kind, "cpu.stat"), "usage_usec 7000000\n")
+	if u, err := g.Usage(); err != nil || u.CPUSeconds != 2.5 {
+		t.Fatalf("Usage = %+v, %v; want 2.5 s", u, err)
+	}
+	writeFixture(t, filepath.Join(dir, "cpu.stat"), "usage_usec 3500000\n")
+	writeFixture(t, filepath.Join(dir, "memory.current"), "5000\n")
+	if u, err := g.Usage(); err != nil || u.CPUSeconds != 2.5 || u.MemoryBytes != 4600 {
+		t.Fatalf("Usage while the kind's CPU time stands = %+v, %v; want 2.5 s as before, memory read anew (4600)", u, err)
+	}
+	writeFixture(t, filepath.Join(kind, "cpu.stat"), "usage_usec 8000000\n")
+	if u, err := g.Usage(); err != nil || u.CPUSeconds != 3.5 {
+		t.Fatalf("Usage after the kind ran = %+v, %v; want 3.5 s", u, err)
+	}
+	writeFixture(t, filepath.Join(dir, "cpu.stat"), "usage_usec 4500000\n")
+	writeFixture(t, filepath.Join(kind, "cpu.stat"), "usage_usec ?\n") // unreadable: nothing is taken from before
+	if u, err := g.Usage(); err != nil || u.CPUSeconds != 4.5 {
+		t.Fatalf("Usage without the kind's CPU time = %+v, %v; want 4.5 s", u, err)
+	}
+}

@@ -45,6 +45,7 @@ type Group struct {
 	statPid int             // the process whose /proc/PID/stat is kept open (readStat), or 0
 	statFD  int
 	still   stillCounts // what the last Usage read that only a running process changes
+	kind    *kindCPU    // cgroup2: the CPU time of every group of its kind; nil on v1
 }
 
 // create makes the group's directories. One that exists was left by a tend that crashed

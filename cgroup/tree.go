@@ -60,8 +60,9 @@ type Tree struct {
 	unified string // hybrid: tend's starting cgroup's directory in the cgroup2 hierarchy
 
 	mu       sync.Mutex
-	made     map[string]error // hybrid: v1 starts whose containers and init makeKinds made
-	initMade bool             // makeInit made <start>/init
+	kinds    map[string]*kindCPU // cgroup2: by directory, the CPU time of the groups of a kind
+	made     map[string]error    // hybrid: v1 starts whose containers and init makeKinds made
+	initMade bool                // makeInit made <start>/init
 
 	// hybrid: where the v1 hierarchies are, probed by v1Places into places
 	root     string
@@ -499,6 +500,12 @@ func (t *Tree) Group(kind, name string) (*Group, error) {
 	if err := g.create(); err != nil {
 		return nil, fmt.Errorf("cgroup %s: %w", g.path, err)
 	}
+	switch {
+	case g.unified != "":
+		g.kind = t.kindCPU(filepath.Dir(g.unified))
+	case t.Mode == ModeV2 && len(g.places) > 0:
+		g.kind = t.kindCPU(filepath.Dir(g.places[0].dir))
+	}
 	if kind == KindInit && t.unified != "" && t.bound.any() {
 		// An init container has no limits of its own: it joins the v1 hierarchies of
 		// the instance's here (a container does in its SetLimits).
@@ -510,12 +517,31 @@ func (t *Tree) Group(kind, name string) (*Group, error) {
 	return g, nil
 }
 
+// kindCPU is the CPU time of the groups of a kind in the cgroup2 directory dir, one
+// for all of them.
+func (t *Tree) kindCPU(dir string) *kindCPU {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := t.kinds[dir]
+	if k == nil {
+		if t.kinds == nil {
+			t.kinds = map[string]*kindCPU{}
+		}
+		k = &kindCPU{dir: dir, fd: -1, buf: make([]byte, 1024)}
+		t.kinds[dir] = k
+	}
+	return k
+}
+
 // Close removes <start>/containers and <start>/init where they are empty and releases
 // the lock on <start>/containers. tend stays in its leaf: it is exiting.
 func (t *Tree) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	defer t.unlock()
+	for _, k := range t.kinds {
+		k.close()
+	}
 	var errs []error
 	rmdir := func(dir string) {
 		err := unix.Rmdir(dir)

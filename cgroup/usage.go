@@ -3,6 +3,10 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Usage is what a container uses now (docs/reference.md "Cgroups and limits").
@@ -99,6 +103,93 @@ type stillCounts struct {
 	pids    int64
 	ooms    int64
 	members bool // hybrid: g.members are the group's processes at cpu
+
+	kind int64 // the kind's CPU time plus 1 at which usec was read (cpuUsec); 0: none
+	usec int64
+}
+
+// kindCPU is the CPU time of every group of a kind (<start>/containers, <start>/init
+// on cgroup2: cpu.stat's usage_usec counts the groups below), read at most once in
+// kindCPUFresh for all of them. While it reads the same, none of their processes ran:
+// a sample takes each group's CPU time from its last reading instead of its own
+// cpu.stat (of an idle instance's reads, a half on the hybrid host, one in five on
+// v2). Safe for concurrent use.
+type kindCPU struct {
+	dir string
+
+	mu   sync.Mutex
+	fd   int // cpu.stat kept open; -1 before the first read or after close
+	at   time.Time
+	usec int64
+	ok   bool // the last read worked
+	buf  []byte
+}
+
+// kindCPUFresh is how long a reading of a kind's CPU time serves: one pass of the
+// sampler over every group, not a second one (a pass is at least half a second after
+// the one before).
+var kindCPUFresh = 100 * time.Millisecond
+
+// read returns the kind's CPU time, in µs, as read at most kindCPUFresh ago; false
+// when it cannot be read (nothing is then taken from an earlier reading). It is read
+// before the groups it serves are: what they read after it is at least as new.
+func (k *kindCPU) read() (int64, bool) {
+	if k == nil {
+		return 0, false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := time.Now()
+	if now.Sub(k.at) < kindCPUFresh {
+		return k.usec, k.ok
+	}
+	k.at, k.ok = now, false
+	if k.fd < 0 {
+		fd, err := openKept(k.dir, "cpu.stat")
+		if err != nil || fd == missing {
+			return 0, false
+		}
+		k.fd = fd
+	}
+	data, err := preadAll(k.fd, &k.buf, k.dir, "cpu.stat")
+	if err != nil {
+		return 0, false
+	}
+	v, found := valueOf(data, "usage_usec")
+	if !found {
+		return 0, false
+	}
+	if k.usec, err = atoi(v); err != nil {
+		return 0, false
+	}
+	k.ok = true
+	return k.usec, true
+}
+
+// close closes the kept cpu.stat.
+func (k *kindCPU) close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.fd >= 0 {
+		unix.Close(k.fd)
+		k.fd = -1
+	}
+	k.at = time.Time{}
+}
+
+// cpuUsec is cpu.stat's usage_usec of the group's directory dir (cgroup2): its last
+// reading while the CPU time of its kind has not moved since, else read now.
+func (g *Group) cpuUsec(dir string, buf *[]byte) (int64, error) {
+	kind, ok := g.kind.read()
+	if ok && g.still.kind == kind+1 {
+		return g.still.usec, nil
+	}
+	usec, err := g.readKey(dir, "cpu.stat", "usage_usec", buf)
+	g.still.kind, g.still.usec = 0, usec
+	if ok && err == nil {
+		g.still.kind = kind + 1
+	}
+	return usec, err
 }
 
 // stillAt reports whether the counts kept were read at CPU time cpu.
@@ -117,7 +208,7 @@ func (s *stillCounts) keep(cpu, pids, ooms int64, err error) {
 // group where a limit joined them; without those, memory (resident set size, as
 // UsageFromProc) and pids come from /proc over the cgroup2 group's processes.
 func (g *Group) usageHybrid(buf *[]byte) (Usage, error) {
-	usec, err := g.readKey(g.unified, "cpu.stat", "usage_usec", buf)
+	usec, err := g.cpuUsec(g.unified, buf)
 	if err != nil {
 		return Usage{}, err // gone: the v1 groups, made and removed with it, are too
 	}
@@ -144,7 +235,7 @@ func (g *Group) usageHybrid(buf *[]byte) (Usage, error) {
 }
 
 func (g *Group) usageV2(dir string, buf *[]byte) (Usage, error) {
-	usec, err := g.readKey(dir, "cpu.stat", "usage_usec", buf)
+	usec, err := g.cpuUsec(dir, buf)
 	if err != nil {
 		return Usage{}, err // gone, most likely: the rest would say so four times more
 	}
