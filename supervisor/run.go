@@ -25,9 +25,8 @@ func (sv *Supervisor) Run(ctx context.Context) (int, error) {
 		return 1, err
 	}
 	if sv.opts.Process == nil {
-		// Set up here, so stopped here. A caller's set-up is the caller's: tend exits
-		// right after Run, and stopping the signals first cost a stop 0.1-0.6 ms
-		// (the runtime's signal-mask thread) for nothing.
+		// Ours, so stopped here; a caller's is the caller's: tend exits right after
+		// Run, and a stop paid 0.1-0.6 ms for the runtime's signal-mask thread.
 		defer signal.Stop(signals)
 	}
 	// Nothing outlives tend: whatever left its container's process group (setsid, a

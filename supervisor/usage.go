@@ -135,17 +135,7 @@ type readSample struct {
 // when all is set, else those with memory_restart. ack, when not nil, learns when
 // every loop has taken its sample.
 func (sv *Supervisor) sampleOnce(u *usageSampler, now time.Time, all bool, ack *sampleAck) {
-	u.containers = sv.appendCurrent(u.containers[:0])
-	if !all {
-		kept := u.containers[:0]
-		for _, c := range u.containers {
-			if c.Spec().MemoryRestart.Get() > 0 {
-				kept = append(kept, c)
-			}
-		}
-		clear(u.containers[len(kept):])
-		u.containers = kept
-	}
+	sv.sampled(u, all)
 	clear(u.groups)
 	for _, c := range u.containers {
 		if pgid, ok := c.ProcGroup(); ok {
@@ -182,6 +172,23 @@ func (sv *Supervisor) sampleOnce(u *usageSampler, now time.Time, all bool, ack *
 	clear(u.containers) // holds no container past the sample
 	clear(u.samples)
 	u.samples = u.samples[:0]
+}
+
+// sampled sets u.containers to the running containers a sample reads: all of them
+// when all is set, else those with memory_restart.
+func (sv *Supervisor) sampled(u *usageSampler, all bool) {
+	u.containers = sv.appendCurrent(u.containers[:0])
+	if all {
+		return
+	}
+	kept := u.containers[:0]
+	for _, c := range u.containers {
+		if c.Spec().MemoryRestart.Get() > 0 {
+			kept = append(kept, c)
+		}
+	}
+	clear(u.containers[len(kept):])
+	u.containers = kept
 }
 
 // sampleAck counts the samples of one pass that the loops have yet to take.
