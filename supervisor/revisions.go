@@ -678,6 +678,7 @@ func (sv *Supervisor) revisionReady() {
 	}
 	sv.mu.Unlock()
 	sv.saveRevisions()
+	sv.notify() // the revision's ready changed: a report sent meanwhile said Activating
 }
 
 // notRunningSpecLocked says which container does not run the active spec yet, and

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -90,8 +91,8 @@ containers:
 		if !ok || len(docs) == 0 {
 			return false, "no report yet"
 		}
-		last := comparable(docs[len(docs)-1])
-		return last == comparable(doc), "last report " + last + "\nstatus " + comparable(doc)
+		last, now := comparable(docs[len(docs)-1]), comparable(doc)
+		return last == now, firstDifference(last, now)
 	})
 	termAndWait(t, tp, 10*time.Second)
 	docs := rr.all()
@@ -120,4 +121,14 @@ containers:
 	if !sawBackoff {
 		t.Errorf("no report showed flaky in backoff (every state change is reported): %d reports", len(docs))
 	}
+}
+
+// firstDifference shows where two documents first differ.
+func firstDifference(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-400)
+	return fmt.Sprintf("last report ...%s\nstatus      ...%s", a[from:min(len(a), i+200)], b[from:min(len(b), i+200)])
 }
