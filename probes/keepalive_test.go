@@ -191,15 +191,18 @@ func TestStuckAcceptLoopFailsWithinMaxConnAge(t *testing.T) {
 func TestLongPeriodDoesNotKeepConnection(t *testing.T) {
 	saved := keepIdle
 	t.Cleanup(func() { keepIdle = saved }) // after the probes' own cleanups
-	keepIdle = 20 * time.Millisecond
+	// Each keepIdle is far from its period either way: a loaded machine makes a gap
+	// between checks tens of milliseconds longer, or a check that much slower.
 	for _, tc := range []struct {
-		period int64
-		want   int32
-		why    string
+		period   int64
+		keepIdle time.Duration
+		want     int32
+		why      string
 	}{
-		{period: 5, want: 1, why: "period under keepIdle"},
-		{period: 40, want: 5, why: "period over keepIdle"},
+		{period: 5, keepIdle: 500 * time.Millisecond, want: 1, why: "period under keepIdle"},
+		{period: 150, keepIdle: 20 * time.Millisecond, want: 5, why: "period over keepIdle"},
 	} {
+		keepIdle = tc.keepIdle
 		server, conns, requests := hitServer(t, "")
 		events, cancel, done := started(t, Liveness, probeSpec(spec.Handler{HTTPGet: httpGet(t, server, "/")}, fixed(tc.period), 1, 1), Target{Container: unique("keep")}, 1)
 		go func() {
