@@ -147,26 +147,23 @@ func RemoveAll(root, path string) error {
 // Rename renames oldpath to newpath, both resolved beneath root; a symlink at
 // either last component is renamed or replaced, not followed.
 func Rename(root, oldpath, newpath string) error {
-	od, oname, err := OpenParent(root, oldpath)
-	if err != nil {
-		return err
-	}
-	defer od.Close()
-	nd, nname, err := OpenParent(root, newpath)
-	if err != nil {
-		return err
-	}
-	defer nd.Close()
-	if err := unix.Renameat(int(od.Fd()), oname, int(nd.Fd()), nname); err != nil {
-		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
-	}
-	return nil
+	return atParents(root, oldpath, newpath, "rename", func(od int, oname string, nd int, nname string) error {
+		return unix.Renameat(od, oname, nd, nname)
+	})
 }
 
 // Link hard-links oldpath to newpath, both resolved beneath root; a symlink at
 // oldpath's last component is linked itself, not followed (linkat without
 // AT_SYMLINK_FOLLOW).
 func Link(root, oldpath, newpath string) error {
+	return atParents(root, oldpath, newpath, "link", func(od int, oname string, nd int, nname string) error {
+		return unix.Linkat(od, oname, nd, nname, 0)
+	})
+}
+
+// atParents opens the parents of oldpath and newpath beneath root and calls f with
+// each parent's descriptor and last component; f's error is op's *os.LinkError.
+func atParents(root, oldpath, newpath, op string, f func(od int, oname string, nd int, nname string) error) error {
 	od, oname, err := OpenParent(root, oldpath)
 	if err != nil {
 		return err
@@ -177,8 +174,8 @@ func Link(root, oldpath, newpath string) error {
 		return err
 	}
 	defer nd.Close()
-	if err := unix.Linkat(int(od.Fd()), oname, int(nd.Fd()), nname, 0); err != nil {
-		return &os.LinkError{Op: "link", Old: oldpath, New: newpath, Err: err}
+	if err := f(int(od.Fd()), oname, int(nd.Fd()), nname); err != nil {
+		return &os.LinkError{Op: op, Old: oldpath, New: newpath, Err: err}
 	}
 	return nil
 }
