@@ -204,7 +204,12 @@ func TestRevisionPushedSurvivesRestart(t *testing.T) {
 // works, also after a restart of tend.
 func TestRevisionFirstStartWritesNothingUntilASecond(t *testing.T) {
 	tp := start(t, revisionSpec("v1", "0s", "up", "up"))
-	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool { return d.Revision == "v1" && d.Ready.True() })
+	// The revision's own ready, not only the instance's: a reload before the main loop
+	// marked v1 ready (a few ms after the instance) leaves v1 never stable, and then
+	// there is nothing to roll back to (a CI run saw it).
+	tp.waitStatus(10*time.Second, "v1 ready", func(d status.Document) bool {
+		return d.Revision == "v1" && d.Ready.True() && revisionEntry(d, "v1").Ready.True()
+	})
 	state := filepath.Join(tp.dir, ".tend/revisions.json")
 	v1spec := filepath.Join(tp.dir, ".tend/revisions/v1/spec")
 	for _, p := range []string{state, v1spec} {
