@@ -65,9 +65,9 @@ func (c *Container) Placement() *proc.Cgroup { return c.placed.Load() }
 // exited is closed once p has exited and everything else of its run has been killed
 // (docs/reference.md "Cgroups and limits"): the loop learns of the exit only then, so no exit count,
 // restart or destroy policy runs while a leftover of the run (a setsid daemon) lives
-// on. With a cgroup that is everything in it; without one (or while a start-first
-// update shares it with the other run) the run's process group and every process that
-// carries the run's mark. The kill runs in a goroutine of its own, begun at the exit,
+// on: the run's process group, and with a cgroup everything in it; without one (or
+// while a start-first update shares it with the other run) every process that carries
+// the run's mark. The kill runs in a goroutine of its own, begun at the exit,
 // so the loop never blocks on it and nothing waits while the process runs; Kill only
 // reads the group, which the loop does not change while it runs.
 func (c *Container) exited(p *proc.Process, mark string) <-chan struct{} {
@@ -77,12 +77,16 @@ func (c *Container) exited(p *proc.Process, mark string) <-chan struct{} {
 		if placed {
 			c.noteExitOOMs()
 		}
+		// Whatever the process left behind in its group dies with it, as an init
+		// container's leftovers do and as a Kubernetes container's would: otherwise
+		// every restart would leave processes, and the output pipes they hold open
+		// (each read end in proc's output poller), behind.
+		_ = p.SignalGroup(syscall.SIGKILL)
 		if placed && !c.overlap.Load() {
 			c.killCgroup()
 		} else {
-			// A start-first update: the other run shares the cgroup and must live;
-			// this run's process group and marked processes go instead.
-			_ = p.SignalGroup(syscall.SIGKILL)
+			// No cgroup, or a start-first update whose other run shares it and must
+			// live: this run's marked processes go too.
 			c.killMarked(mark)
 		}
 		close(done)

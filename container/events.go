@@ -260,11 +260,7 @@ func (l *loop) onExit() {
 	p := l.proc
 	e := p.Exit()
 	ran := time.Since(l.startedAt)
-	// Whatever the process left behind in its group dies with it, as an init
-	// container's leftovers do and as a Kubernetes container's would: otherwise every
-	// restart would leave processes, and the output pipes they hold open (each read
-	// end in proc's output poller) in tend, behind.
-	_ = p.SignalGroup(syscall.SIGKILL)
+	// What the process left in its group is dead already (Container.exited).
 	l.proc, l.procDone = nil, nil
 	l.st.Pid = nil
 	l.stopHealth()

@@ -149,7 +149,7 @@ func KillDescendants(grace time.Duration) int {
 	if !hasChildren() {
 		return 0 // the usual end: every container's processes were reaped
 	}
-	self := os.Getpid()
+	self := ownPid
 	seen := map[int]bool{}
 	for round := 0; round < 10; round++ {
 		pids := Descendants(self)
