@@ -37,8 +37,8 @@ containers:
   - name: other
     command: ["sleep", "600"]
 `)
-	doc := tp.waitStatus(10*time.Second, "app running", func(d status.Document) bool {
-		return containerStatus(d, "app").State == status.Running
+	doc := tp.waitStatus(10*time.Second, "app and other running", func(d status.Document) bool {
+		return containerStatus(d, "app").State == status.Running && containerStatus(d, "other").Pid != nil
 	})
 	otherPid := *containerStatus(doc, "other").Pid
 	waitFile(t, 5*time.Second, filepath.Join(tp.dir, "starts")) // see "two starts" below
