@@ -847,13 +847,44 @@ func cmdRun(args []string) error {
 	rec["running"] = cnt
 	rec["replaced"] = changed // containers whose pid changed: restarts during the measurement
 
-	// 4. stop
+	// 4. stop, and the CPU it cost the supervisor and its children
+	before := treeCPUNS(c.pid)
 	d, clean := c.stop(*stopTimeout)
 	rec["stop_ms"] = float64(d) / 1e6
 	rec["stop_clean"] = clean
 	rec["exit"] = c.code
-	rec["leftover"] = reapLeftovers()
+	left := reapLeftovers()
+	rec["leftover"] = left
+	if ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && clean && left == 0 {
+		// The supervisor's rusage counts the children it reaped, whole lives: less
+		// what they all had used before the signal, it is the stop's. A child left
+		// running would be counted before and not after: no figure then.
+		after := (ru.Utime.Nano() + ru.Stime.Nano())
+		rec["stop_cpu_ms"] = float64(after-before) / 1e6
+	}
 	return appendRecord(*out, rec)
+}
+
+// treeCPUNS is the CPU time root and its living descendants have used so far: the
+// sum_exec_runtime of every thread (/proc/PID/task/TID/schedstat), in ns.
+func treeCPUNS(root int) int64 {
+	pids := []int{root}
+	for _, p := range descendants(root) {
+		pids = append(pids, p.pid)
+	}
+	var sum int64
+	for _, pid := range pids {
+		dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+		tasks, _ := os.ReadDir(dir)
+		for _, t := range tasks {
+			b, err := os.ReadFile(dir + t.Name() + "/schedstat")
+			if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				sum += n
+			}
+		}
+	}
+	return sum
 }
 
 var httpc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -1034,6 +1065,9 @@ var summaryRows = []row{
 	{"SIGTERM → exit, 1 `sleep`", "idle1", "stop_ms", 1, "ms", "%.1f", "≤ 4 ms", atMostFloor(4)},
 	{"SIGTERM → exit, 50 `sleep`", "stop50", "stop_ms", 1, "ms", "%.1f", "≤ 0.8 × process-compose", atMostPeer("process-compose", 0.8, 0)},
 	{"SIGTERM → exit, 100 `sleep`", "idle100", "stop_ms", 1, "ms", "%.1f", "≤ 100 ms", atMost(100)},
+	{"CPU in SIGTERM → exit, 1 `sleep` (supervisor and children)", "idle1", "stop_cpu_ms", 1, "ms", "%.1f", "", nil},
+	{"CPU in SIGTERM → exit, 50 `sleep` (supervisor and children)", "stop50", "stop_cpu_ms", 1, "ms", "%.1f", "", nil},
+	{"CPU in SIGTERM → exit, 100 `sleep` (supervisor and children)", "idle100", "stop_cpu_ms", 1, "ms", "%.1f", "", nil},
 	{"probes actually sent per s (100 × 2 × 1/s)", "probe100", "probes_per_s", 1, "/s", "%.0f", "200", nil},
 	{"supervisor CPU, 200 HTTP probes/s", "probe100", "cpu_pct", 1, "% of a core", "%.2f", "", nil},
 	{"supervisor CPU per probe", "probe100", "cpu_us_per_probe", 1, "µs", "%.0f", "≤ 1.1 × go-floor-ka", atMostPeer("go-floor-ka", 1.1, 0)},
