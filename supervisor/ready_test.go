@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tend-sh/tend/container"
+	"github.com/tend-sh/tend/spec"
 	"github.com/tend-sh/tend/status"
 )
 
@@ -66,5 +68,25 @@ func TestReadyLeavesOutUncountedContainers(t *testing.T) {
 		if sv.ready.True() != tt.want || sv.ready.Message != tt.msg {
 			t.Errorf("%s: ready %v %q, want %v %q", tt.name, sv.ready.True(), sv.ready.Message, tt.want, tt.msg)
 		}
+	}
+}
+
+// While the containers are being made, those not made yet show their waiting
+// statuses: the instance is not ready before every container exists. A read between
+// the end of preparing and the first container made saw none and an instance ready
+// (a reload taken then left the first revision never stable).
+func TestNotReadyWhileTheContainersAreMade(t *testing.T) {
+	now := time.Now()
+	sv := &Supervisor{state: status.InstanceRunning}
+	sv.installed.Set(true, "Prepared", "", now)
+	for _, name := range []string{"web", "db"} {
+		sv.waiting = append(sv.waiting, container.InitialStatus(&spec.Container{Name: name, TargetState: spec.TargetActive}, now))
+	}
+	sv.mu.Lock()
+	cs := sv.snapshotsLocked()
+	sv.refreshReadyLocked(cs, now)
+	sv.mu.Unlock()
+	if len(cs) != 2 || sv.ready.True() {
+		t.Fatalf("running, no container made yet: %d containers shown, ready %v (%s); want the 2 waiting, not ready", len(cs), sv.ready.True(), sv.ready.Message)
 	}
 }

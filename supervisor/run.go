@@ -286,13 +286,16 @@ func (sv *Supervisor) updateReady() {
 
 // snapshotsLocked returns every container's status snapshot, in spec order.
 func (sv *Supervisor) snapshotsLocked() []status.Container {
-	if sv.containers == nil && sv.state == status.InstancePreparing {
-		// Not made yet: they wait for the instance (docs/reference.md "The status document").
-		return append([]status.Container{}, sv.waiting...)
-	}
-	out := make([]status.Container, 0, len(sv.containers))
+	out := make([]status.Container, 0, max(len(sv.containers), len(sv.waiting)))
 	for _, c := range sv.containers {
 		out = append(out, c.Status())
+	}
+	// Those not made yet wait for the instance (docs/reference.md "The status
+	// document"): until startContainers has made the last (it then drops waiting).
+	// Without them, a read between the end of preparing and the first container
+	// made saw none and an instance ready.
+	if len(sv.waiting) > len(sv.containers) {
+		out = append(out, sv.waiting[len(sv.containers):]...)
 	}
 	return out
 }

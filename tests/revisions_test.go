@@ -307,3 +307,35 @@ func TestRevisionAPI(t *testing.T) {
 		t.Errorf("activate of a deleted revision: %d, want 404", code)
 	}
 }
+
+// A reload the moment the instance first reads ready leaves the first revision
+// stable, so a rollback comes back to it. A status read between the end of preparing
+// and the first container made said ready (no container yet); a reload then left v1
+// never ready: "no stable revision to roll back to" (about 1 start in 40 here).
+func TestReloadTheMomentReadyKeepsTheRevisionStable(t *testing.T) {
+	for i := 1; i <= 8; i++ {
+		tp := start(t, revisionSpec("v1", "0s", "", "up"))
+		if err := os.WriteFile(filepath.Join(tp.dir, "up"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// As tight as a client can poll: the reload must come the moment it reads ready.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if d, ok := tp.status(); ok && d.Revision == "v1" && d.Ready.True() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("v1 never ready")
+			}
+		}
+		writeSpec(t, tp, revisionSpec("v2", "0s", "", "up"))
+		tp.signal(syscall.SIGHUP)
+		tp.waitStatus(10*time.Second, "v2 ready", func(d status.Document) bool {
+			return d.Revision == "v2" && revisionEntry(d, "v2").Ready.True()
+		})
+		if out, code := tendCtl(t, tp, "rollback"); code != 0 || !strings.Contains(out, "v1: active and ready") {
+			t.Fatalf("start %d: tend rollback from v2: exit %d:\n%s\nwant v1 back", i, code, out)
+		}
+		termAndWait(t, tp, 20*time.Second)
+	}
+}
