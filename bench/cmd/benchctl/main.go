@@ -848,28 +848,32 @@ func cmdRun(args []string) error {
 	rec["replaced"] = changed // containers whose pid changed: restarts during the measurement
 
 	// 4. stop, and the CPU it cost the supervisor and its children
-	before := treeCPUNS(c.pid)
+	tree := descendants(c.pid)
+	before := treeCPUNS(c.pid, tree)
 	d, clean := c.stop(*stopTimeout)
 	rec["stop_ms"] = float64(d) / 1e6
 	rec["stop_clean"] = clean
 	rec["exit"] = c.code
-	left := reapLeftovers()
-	rec["leftover"] = left
-	if ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && clean && left == 0 {
+	outlived := false // a child the supervisor did not reap (tini and dumb-init leave the sleeps)
+	for _, p := range tree {
+		outlived = outlived || unix.Kill(p.pid, 0) == nil
+	}
+	rec["leftover"] = reapLeftovers()
+	if ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && clean && !outlived {
 		// The supervisor's rusage counts the children it reaped, whole lives: less
-		// what they all had used before the signal, it is the stop's. A child left
-		// running would be counted before and not after: no figure then.
+		// what they all had used before the signal, it is the stop's. A child it
+		// did not reap would be counted before and not after: no figure then.
 		after := (ru.Utime.Nano() + ru.Stime.Nano())
 		rec["stop_cpu_ms"] = float64(after-before) / 1e6
 	}
 	return appendRecord(*out, rec)
 }
 
-// treeCPUNS is the CPU time root and its living descendants have used so far: the
+// treeCPUNS is the CPU time root and its descendants tree have used so far: the
 // sum_exec_runtime of every thread (/proc/PID/task/TID/schedstat), in ns.
-func treeCPUNS(root int) int64 {
+func treeCPUNS(root int, tree []procInfo) int64 {
 	pids := []int{root}
-	for _, p := range descendants(root) {
+	for _, p := range tree {
 		pids = append(pids, p.pid)
 	}
 	var sum int64
