@@ -107,7 +107,7 @@ func sweepMarks() {
 	// Let the calls made ready together reach the list first: the reaper starts
 	// every exit's callback at once, and on one P the sweeper (run next) would
 	// otherwise scan for the first alone, then start again for each of the others.
-	// SIGTERM → exit of 50 containers without cgroups: 50 scans, then 2–3.
+	// SIGTERM → exit of 50 containers without cgroups: 50 scans, then 4.
 	runtime.Gosched()
 	var again []*markKill // found processes in the last scan: looked for once more
 	buf := make([]byte, 0, 8<<10)
