@@ -74,22 +74,29 @@ func (c *Container) exited(p *proc.Process, mark string) <-chan struct{} {
 	placed := c.Placement() != nil
 	done := make(chan struct{})
 	p.OnExit(func() {
-		if placed {
+		if !placed {
+			// Whatever the process left behind in its group dies with it, as an init
+			// container's leftovers do and as a Kubernetes container's would:
+			// otherwise every restart would leave processes, and the output pipes
+			// they hold open (each read end in proc's output poller), behind. Then
+			// what left the group, by its mark. Neither waits on the reaper's
+			// goroutine: the mark kill reports when it is done.
+			_ = p.SignalGroup(syscall.SIGKILL)
+			c.killMarkedThen(mark, func() { close(done) })
+			return
+		}
+		go func() {
 			c.noteExitOOMs()
-		}
-		// Whatever the process left behind in its group dies with it, as an init
-		// container's leftovers do and as a Kubernetes container's would: otherwise
-		// every restart would leave processes, and the output pipes they hold open
-		// (each read end in proc's output poller), behind.
-		_ = p.SignalGroup(syscall.SIGKILL)
-		if placed && !c.overlap.Load() {
-			c.killCgroup()
-		} else {
-			// No cgroup, or a start-first update whose other run shares it and must
-			// live: this run's marked processes go too.
-			c.killMarked(mark)
-		}
-		close(done)
+			_ = p.SignalGroup(syscall.SIGKILL)
+			if !c.overlap.Load() {
+				c.killCgroup()
+			} else {
+				// A start-first update whose other run shares the cgroup and must
+				// live: this run's marked processes go.
+				c.killMarked(mark)
+			}
+			close(done)
+		}()
 	})
 	return done
 }
@@ -100,9 +107,20 @@ func (c *Container) newRunMark() string { return proc.NewRunMark(c.cfg.Instance,
 
 // killMarked kills every process that carries mark, for at most groupKillTimeout.
 func (c *Container) killMarked(mark string) {
-	if n := proc.KillMarked(mark, groupKillTimeout); n > 0 {
-		c.cfg.Log.Info().Str("container", c.Name()).Int("processes", n).Str("mark", mark).Msg("killed what the run left")
-	}
+	done := make(chan struct{})
+	c.killMarkedThen(mark, func() { close(done) })
+	<-done
+}
+
+// killMarkedThen is killMarked without the wait: then runs once it is done, on the
+// mark sweeper's goroutine, and must not block.
+func (c *Container) killMarkedThen(mark string, then func()) {
+	proc.KillMarkedThen(mark, groupKillTimeout, func(n int) {
+		if n > 0 {
+			c.cfg.Log.Info().Str("container", c.Name()).Int("processes", n).Str("mark", mark).Msg("killed what the run left")
+		}
+		then()
+	})
 }
 
 // endInitRun kills what a run of an init command, marked mark, left: everything in

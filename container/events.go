@@ -209,12 +209,16 @@ func (l *loop) onInitDone(err error) {
 	}
 }
 
-// onTimer ends a backoff.
+// onTimer ends a backoff, or the term_timeout_ms of a plain stop sequence.
 func (l *loop) onTimer() {
 	l.timerC = nil
 	switch l.state {
 	case stateBackoff:
 		l.startProcess()
+	case stateStopping, stateRestarting, stateShuttingDown, stateDeadlineStopping:
+		if l.stop != nil && l.stop.inLoop {
+			l.plainKill()
+		}
 	case stateRollout:
 		l.rolloutTimedOut()
 	default:
@@ -255,8 +259,9 @@ func (l *loop) onSchedule(now time.Time) {
 	}
 }
 
-// onExit handles the end of the running process.
-func (l *loop) onExit() {
+// onExit handles the end of the running process; the exit ends a plain stop sequence
+// (stopPlain), which may end the loop.
+func (l *loop) onExit() bool {
 	p := l.proc
 	e := p.Exit()
 	ran := time.Since(l.startedAt)
@@ -276,6 +281,9 @@ func (l *loop) onExit() {
 		now := time.Now()
 		l.st.Alive.Set(false, status.ReasonStopped, "", now)
 		l.st.Ready.Set(false, status.ReasonStopping, "", now)
+		if l.stop != nil && l.stop.inLoop {
+			return l.stopEnded()
+		}
 		l.publish()
 	case stateRollout:
 		l.rollback(e) // the new process failed: the old one goes on
@@ -285,6 +293,7 @@ func (l *loop) onExit() {
 	default:
 		l.afterExit(e, ran)
 	}
+	return false
 }
 
 // onOldExit ends the overlap: the old process exited, stopped or on its own.
@@ -515,6 +524,12 @@ func (l *loop) onStopEvent(ev stopEvent) bool {
 	default:
 		return false
 	}
+	if ev.run.inLoop {
+		if ev.step == stepKill { // a kill request (stopPlain)
+			l.plainKill()
+		}
+		return false
+	}
 	if !ev.done {
 		l.st.StopStep = ev.step
 		l.publish()
@@ -525,13 +540,5 @@ func (l *loop) onStopEvent(ev stopEvent) bool {
 		<-l.procDone
 		l.onExit()
 	}
-	l.stop = nil
-	l.st.StopStep = ""
-	if op := l.destroyAfter; op != nil {
-		l.destroyAfter = nil
-		l.stop = newStopRun(l, *op, l.sc.DestroyPolicy)
-		go l.stop.run()
-		return false
-	}
-	return l.finishStop(l.state)
+	return l.stopEnded()
 }

@@ -276,7 +276,7 @@ func (l *loop) run(ctx context.Context) {
 			l.abort()
 			return
 		case <-l.procDone:
-			l.onExit()
+			ended = l.onExit()
 		case <-l.ro.oldDone:
 			l.onOldExit()
 		case ev := <-l.probeEvents:

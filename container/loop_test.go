@@ -80,15 +80,19 @@ func exitNow(t *testing.T, l *loop) {
 	l.onExit()
 }
 
-// settle handles the stop sequence's events (and the exit) until the loop leaves
-// stopping; it reports whether the loop finished.
+// settle handles the stop sequence's events, its timer and the exit until the loop
+// leaves stopping; it reports whether the loop finished.
 func settle(t *testing.T, l *loop) bool {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for stateToStatus(l.state) == status.Stopping {
 		select {
 		case <-l.procDone:
-			l.onExit()
+			if l.onExit() {
+				return true
+			}
+		case <-l.timerC:
+			l.onTimer()
 		case ev := <-l.stopSteps:
 			if l.onStopEvent(ev) {
 				return true

@@ -59,9 +59,84 @@ func (l *loop) beginStop(op StopOp, next state) bool {
 		return l.finishStop(next)
 	}
 	l.stop = newStopRun(l, op, destroy)
+	if l.stop.plain() {
+		l.stopPlain(next)
+		return false
+	}
 	l.setState(next)
 	go l.stop.run()
 	return false
+}
+
+// plain says whether the sequence is only SIGTERM, the wait for the exit and SIGKILL
+// (the default stop_policy, term_barrier IGNORE, no destroy policy). The loop runs
+// such a sequence itself (stopPlain): nothing in it blocks. A goroutine of its own for
+// every container at every shutdown, whose stack grew at its first wait, was the
+// largest part of what tend itself spent in a stop.
+func (r *stopRun) plain() bool {
+	pol := r.policy
+	return r.p != nil && !r.waits && r.destroy == nil && pol.UnixSignal == nil && pol.Exec == nil && pol.HTTPGet == nil
+}
+
+// stopPlain runs a plain sequence from the loop: it arrives at the barriers, sends
+// SIGTERM (and SIGCONT) and sets the loop's timer to term_timeout_ms. The timer
+// (onTimer) or a kill request (a kill step of the sequence, onStopEvent) SIGKILLs the
+// group (plainKill); the exit (onExit) ends the sequence (stopEnded).
+func (l *loop) stopPlain(next state) {
+	r := l.stop
+	r.inLoop = true
+	r.arrive()
+	// A kill request cancels r.kill (addKill): the loop hears of it as a kill step.
+	r.unwatchKill = context.AfterFunc(r.kill, func() { r.step(stepKill) })
+	if r.killed() {
+		l.st.StopStep = stepKill // no SIGTERM first: a kill request means at once
+		l.setState(next)
+		l.plainKill()
+		return
+	}
+	l.st.StopStep = stepTerm
+	l.setState(next)
+	r.log(stepTerm)
+	_ = r.p.SignalGroup(syscall.SIGTERM)
+	_ = r.p.SignalGroup(syscall.SIGCONT) // as stopProcess: wake a stopped process
+	l.setTimer(spec.Ms(r.policy.TermTimeoutMs))
+}
+
+// plainKill SIGKILLs the group of a plain sequence, once: term_timeout_ms passed or a
+// kill was requested.
+func (l *loop) plainKill() {
+	r := l.stop
+	if r.sigkilled {
+		return
+	}
+	r.sigkilled = true
+	l.stopTimer()
+	if l.st.StopStep != stepKill {
+		l.st.StopStep = stepKill
+		l.publish()
+	}
+	r.log(stepKill)
+	_ = r.p.SignalGroup(syscall.SIGKILL)
+}
+
+// stopEnded ends the stop sequence in progress once its process has exited (or it
+// had none): a destroy still to run starts, else the stop finishes.
+func (l *loop) stopEnded() bool {
+	if r := l.stop; r.inLoop {
+		l.stopTimer()
+		r.unwatchKill() // before cancelAll, which would send a kill step
+		r.end()
+		r.cancelAll()
+	}
+	l.stop = nil
+	l.st.StopStep = ""
+	if op := l.destroyAfter; op != nil {
+		l.destroyAfter = nil
+		l.stop = newStopRun(l, *op, l.sc.DestroyPolicy)
+		go l.stop.run()
+		return false
+	}
+	return l.finishStop(l.state)
 }
 
 // joinStop makes the stop in progress part of op too: it arrives at op's barrier,
@@ -119,7 +194,8 @@ type stopEvent struct {
 
 // stopRun is one stop sequence, run in its own goroutine: the stop handler, the wait
 // after it, the TERM barrier, SIGTERM and SIGKILL, then the destroy policy. It only
-// reads the process; the loop keeps owning the container's state.
+// reads the process; the loop keeps owning the container's state. A plain sequence
+// (SIGTERM, then SIGKILL) the loop runs itself (stopPlain).
 type stopRun struct {
 	p *proc.Process // nil when the process was not running
 	// exitDone is closed after p's exit once its cgroup is empty (Container.exited):
@@ -150,6 +226,12 @@ type stopRun struct {
 	// started a goroutine of its own, one per container, on the way out.
 	unwatch []func() bool
 	ended   bool
+
+	// Of a sequence the loop runs (stopPlain), owned by the loop: unwatchKill stops
+	// the watch of r.kill, sigkilled says SIGKILL was sent.
+	inLoop      bool
+	unwatchKill func() bool
+	sigkilled   bool
 }
 
 func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {

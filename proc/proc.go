@@ -212,10 +212,11 @@ func (p *Process) Pid() int { return p.pid }
 // ends: a grandchild holding the pipe does not keep it alive).
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// OnExit runs f in a goroutine of its own once the process has exited and been
-// reaped, at once if it already has: a watcher that, unlike a goroutine waiting on
-// Done, holds no stack while the process runs (a hundred idle containers). At most
-// one f per process.
+// OnExit runs f once the process has exited and been reaped, at once if it already
+// has: a watcher that, unlike a goroutine waiting on Done, holds no stack while the
+// process runs (a hundred idle containers). f runs on the reaper's goroutine (or the
+// caller's, if reaped already) and must not block: every exit waits behind it. What
+// must wait is f's to hand to a goroutine. At most one f per process.
 func (p *Process) OnExit(f func()) {
 	reapMu.RLock()
 	runningMu.Lock()
@@ -226,7 +227,7 @@ func (p *Process) OnExit(f func()) {
 	runningMu.Unlock()
 	reapMu.RUnlock()
 	if reaped {
-		go f()
+		f()
 	}
 }
 

@@ -52,7 +52,17 @@ func startReaper() {
 // reap collects every child that has exited. SIGCHLD coalesces (one signal for many
 // exits) and the channel holds one pending signal, so it loops until wait4 reports that
 // no exited child is left; an exit after the last wait4 raises a new SIGCHLD.
+//
+// The exit callbacks (OnExit) run after, on the reaper's goroutine, once reapMu is
+// released: they may signal (SignalGroup takes it for reading).
 func reap() {
+	for _, f := range reapExited() {
+		f()
+	}
+}
+
+// reapExited reaps every exited child and returns the exit callbacks to run.
+func reapExited() (callbacks []func()) {
 	reapMu.Lock()
 	defer reapMu.Unlock()
 	for {
@@ -62,7 +72,7 @@ func reap() {
 			continue
 		}
 		if err != nil || pid <= 0 { // ECHILD: no children; 0: none exited yet
-			return
+			return callbacks
 		}
 		p, ok := running[pid]
 		if !ok {
@@ -74,7 +84,7 @@ func reap() {
 		p.reaped = true
 		close(p.done)
 		if p.onExit != nil {
-			go p.onExit()
+			callbacks = append(callbacks, p.onExit)
 		}
 	}
 }

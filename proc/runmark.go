@@ -65,10 +65,20 @@ const markRounds = 20
 // other runs' processes skipped (markCandidates), 167 ms (interleaved, on a loaded
 // 2-CPU machine).
 func KillMarked(mark string, timeout time.Duration) int {
+	done := make(chan int, 1)
+	KillMarkedThen(mark, timeout, func(n int) { done <- n })
+	return <-done
+}
+
+// KillMarkedThen is KillMarked without the wait: then gets how many it killed, on the
+// sweeper's goroutine (or the caller's, for no mark), and must not block. The exit of
+// a run without a cgroup needs no goroutine of its own to wait (Container.exited).
+func KillMarkedThen(mark string, timeout time.Duration, then func(killed int)) {
 	if mark == "" {
-		return 0
+		then(0)
+		return
 	}
-	k := &markKill{mark: mark, deadline: time.Now().Add(timeout), killed: map[int]bool{}, done: make(chan struct{})}
+	k := &markKill{mark: mark, deadline: time.Now().Add(timeout), killed: map[int]bool{}, then: then}
 	sweep.mu.Lock()
 	sweep.pending = append(sweep.pending, k)
 	if !sweep.running {
@@ -76,18 +86,18 @@ func KillMarked(mark string, timeout time.Duration) int {
 		go sweepMarks()
 	}
 	sweep.mu.Unlock()
-	<-k.done
-	return len(k.killed)
 }
 
-// markKill is one KillMarked call waiting for the sweeper.
+// markKill is one KillMarkedThen call waiting for the sweeper.
 type markKill struct {
 	mark     string
 	deadline time.Time
 	rounds   int
 	killed   map[int]bool
-	done     chan struct{} // closed when a scan found none of its processes, or at the deadline
+	then     func(killed int) // called when a scan found none of its processes, or at the deadline
 }
+
+func (k *markKill) finish() { k.then(len(k.killed)) }
 
 // sweep holds the calls no scan has looked for yet; running says a sweeper goroutine
 // is at work (it takes them at its next scan).
@@ -127,7 +137,7 @@ func sweepMarks() {
 		byMark := map[string][]*markKill{}
 		for _, k := range batch {
 			if k.rounds >= markRounds || !now.Before(k.deadline) {
-				close(k.done)
+				k.finish()
 				continue
 			}
 			k.rounds++
@@ -151,7 +161,7 @@ func sweepMarks() {
 		for mark, ks := range byMark {
 			for _, k := range ks {
 				if !found[mark] {
-					close(k.done)
+					k.finish()
 					continue
 				}
 				again = append(again, k)
