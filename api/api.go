@@ -73,7 +73,7 @@ type Server struct {
 	sockets []string   // unix socket paths, removed on close
 	ready   chan struct{}
 	servers []*http.Server // set before ready is closed
-	// closed is closed when the servers shut down: followers of the logs end, so
+	// closed is closed before the servers shut down: followers of the logs end, so
 	// Shutdown need not wait for them.
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -127,9 +127,11 @@ func Serve(sv Supervisor, cfg Config) (*Server, error) {
 // Failed receives the error of a listener that stopped accepting for good.
 func (a *Server) Failed() <-chan error { return a.failed }
 
-// Close stops the servers and removes the unix sockets.
+// Close stops the servers and removes the unix sockets. Calls in progress finish
+// (for at most a second); followers of the logs end first.
 func (a *Server) Close() {
 	<-a.ready
+	a.closeOnce.Do(func() { close(a.closed) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	for _, s := range a.servers {
@@ -143,10 +145,6 @@ func (a *Server) removeSockets() {
 		_ = os.Remove(path)
 	}
 }
-
-// endFollowers ends every GET /v1/logs?follow=true call (once, whichever server
-// shuts down first).
-func (a *Server) endFollowers() { a.closeOnce.Do(func() { close(a.closed) }) }
 
 func isUnix(addr string) bool { return strings.HasPrefix(addr, "unix:") }
 
@@ -184,10 +182,19 @@ func (a *Server) newServer(addr string, trusted bool) *http.Server {
 		ConnContext:       connContext,
 		ConnState:         trackIdle,
 		ErrorLog:          stdlog.New(serverLog{a.log.With().Str("listen", addr).Logger()}, "", 0),
+		// HTTP/1.1 only: the API has no TLS listener, so HTTP/2 never serves it, and
+		// net/http would set it up anyway (for a TLS listener passed to Serve) and
+		// start a goroutine for it in Shutdown, in every stop.
+		Protocols: http1Only,
 	}
-	srv.RegisterOnShutdown(a.endFollowers)
 	return srv
 }
+
+var http1Only = func() *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	return &p
+}()
 
 // serverLog writes net/http's error log lines as warnings of tend's log.
 type serverLog struct{ log zerolog.Logger }

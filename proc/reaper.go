@@ -36,6 +36,7 @@ func OrphansReaped() uint64 { return orphans.Load() }
 // before the first fork so that no SIGCHLD can be missed.
 func startReaper() {
 	reaperOnce.Do(func() {
+		openChildren() // before the first exit's scan for marks needs it
 		sigchld := make(chan os.Signal, 1)
 		signal.Notify(sigchld, unix.SIGCHLD)
 		go func() {

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"runtime"
 	"slices"
@@ -218,7 +219,7 @@ func markCandidates(looking map[string][]*markKill) []int {
 		return allPids()
 	}
 	buf := make([]byte, 0, 512)
-	data, err := readProc("/proc/"+strconv.Itoa(self)+"/task/"+strconv.Itoa(self)+"/children", &buf)
+	data, err := readChildren(&buf)
 	if err != nil {
 		return Descendants(self) // no children files (CONFIG_PROC_CHILDREN): every process below
 	}
@@ -243,6 +244,33 @@ func markCandidates(looking map[string][]*markKill) []int {
 		out = append(out, Descendants(r)...)
 	}
 	return out
+}
+
+// childrenFile is the children file of tend's main thread, opened once (openChildren,
+// when the reaper starts) and read again from its start at each scan: its open was
+// most of what a scan of a few children cost, 0.1 ms of a stop of one container.
+var childrenFile struct {
+	once sync.Once
+	path string
+	fd   int
+	err  error
+}
+
+func openChildren() {
+	childrenFile.once.Do(func() {
+		p := "/proc/" + strconv.Itoa(ownPid) + "/task/" + strconv.Itoa(ownPid) + "/children"
+		childrenFile.path = p
+		childrenFile.fd, childrenFile.err = unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	})
+}
+
+// readChildren reads the children of tend's main thread into *buf.
+func readChildren(buf *[]byte) ([]byte, error) {
+	openChildren()
+	if err := childrenFile.err; err != nil {
+		return nil, &fs.PathError{Op: "open", Path: childrenFile.path, Err: err}
+	}
+	return preadAll(childrenFile.fd, childrenFile.path, buf)
 }
 
 // envMark is the TEND_RUN of env ("" if none).

@@ -169,7 +169,7 @@ func (o *outputs) open(w io.Writer, null int) (int, error) {
 			return -1, fmt.Errorf("output pipe: %w", err)
 		}
 		o.closing = append(o.closing, p[1])
-		o.pipes = append(o.pipes, &outPipe{fd: p[0], w: w})
+		o.pipes = append(o.pipes, newOutPipe(p[0], w))
 		return p[1], nil
 	}
 }

@@ -71,12 +71,19 @@ func readProc(path string, buf *[]byte) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
+	return preadAll(fd, path, buf)
+}
+
+// preadAll reads the file open as fd whole, from its start, into *buf (grown as
+// needed). A file of /proc that is generated when read (a children file) is generated
+// again by each read from the start.
+func preadAll(fd int, path string, buf *[]byte) ([]byte, error) {
 	b := (*buf)[:0]
 	for {
 		if len(b) == cap(b) {
 			b = slices.Grow(b, max(cap(b), 512))
 		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
+		n, err := unix.Pread(fd, b[len(b):cap(b)], int64(len(b)))
 		if err == unix.EINTR {
 			continue
 		}
