@@ -539,3 +539,43 @@ func waitExitValue(t *testing.T, c <-chan Exit) Exit {
 		return Exit{}
 	}
 }
+
+// ReapNow reaps from the caller's goroutine what the reaper's has not reached: here the
+// reaper is held in one exit's callback, and a second exit is reaped, its callback run,
+// only by ReapNow.
+func TestReapNowReapsWhatTheReaperHasNot(t *testing.T) {
+	held, release := make(chan struct{}), make(chan struct{})
+	a, err := Start(sh("exit 0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.OnExit(func() { close(held); <-release })
+	select {
+	case <-held:
+	case <-time.After(testTimeout):
+		t.Fatal("the first exit's callback did not run")
+	}
+	defer close(release)
+	b, err := Start(sh("exit 5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan Exit, 1)
+	b.OnExit(func() { exited <- b.Exit() })
+	deadline := time.Now().Add(testTimeout)
+	for {
+		ReapNow()
+		select {
+		case e := <-exited:
+			if e.Code != 5 {
+				t.Errorf("exit %+v, want code 5", e)
+			}
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ReapNow did not reap the second exit")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
