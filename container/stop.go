@@ -100,7 +100,6 @@ func (l *loop) stopPlain(next state) {
 	_ = r.p.SignalGroup(syscall.SIGTERM)
 	_ = r.p.SignalGroup(syscall.SIGCONT) // as stopProcess: wake a stopped process
 	l.setTimer(spec.Ms(r.policy.TermTimeoutMs))
-	proc.ReapNow() // what the stops before this one ended (proc.ReapNow says why)
 }
 
 // plainKill SIGKILLs the group of a plain sequence, once: term_timeout_ms passed or a

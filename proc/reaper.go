@@ -62,29 +62,9 @@ func reap() {
 	}
 }
 
-// ReapNow reaps what has exited, from the caller's goroutine, unless a start or the
-// reaper holds the lock: the reaper's goroutine is woken through the runtime's signal
-// goroutine, which waits behind every runnable goroutine. At a stop of many containers
-// those are the loops sending their SIGTERMs, a millisecond apart while the exits
-// they cause take the CPUs, so every exit was reaped only after the last SIGTERM, and
-// a stop of 50 ended with 3-5 ms of reaping alone. A stop reaps as it goes instead.
-func ReapNow() {
-	if !reapMu.TryLock() {
-		return // the reaper or a start is at work: the exits are not forgotten
-	}
-	for _, f := range reapLocked() {
-		f()
-	}
-}
-
 // reapExited reaps every exited child and returns the exit callbacks to run.
-func reapExited() []func() {
+func reapExited() (callbacks []func()) {
 	reapMu.Lock()
-	return reapLocked()
-}
-
-// reapLocked is reapExited with reapMu held for writing; it releases it.
-func reapLocked() (callbacks []func()) {
 	defer reapMu.Unlock()
 	for {
 		var ws unix.WaitStatus
