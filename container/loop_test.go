@@ -352,7 +352,7 @@ func TestLivenessFailureKillsAndRestarts(t *testing.T) {
 // An idle running container without probes, notify socket or log_line has made
 // none of the channels its helpers report on (each was a buffer and one more case
 // for every idle container's select to wait on): a run makes what it needs, a stop
-// its own, and each works once made.
+// in a goroutine its own (a plain one, the loop's, none), and each works once made.
 func TestHelperChannelsMadeWhenNeeded(t *testing.T) {
 	l := newTestLoop(t, "always", "")
 	into(t, l, stateRunning)
@@ -360,12 +360,22 @@ func TestHelperChannelsMadeWhenNeeded(t *testing.T) {
 		t.Fatal("a running container without probes made a helper channel")
 	}
 	l.beginStop(StopOp{}, stateStopping)
-	if l.stopSteps == nil {
-		t.Fatal("the stop sequence has no channel to report on")
+	if l.stopSteps != nil {
+		t.Fatal("a plain stop sequence, run by the loop, made a channel of steps")
 	}
 	settle(t, l)
 	if l.state != stateStopped {
 		t.Fatalf("state %s after the stop, want stopped", l.state)
+	}
+	h := newTestLoop(t, "always", "    term_barrier: WAIT\n") // not plain: a goroutine's
+	into(t, h, stateRunning)
+	h.beginStop(StopOp{}, stateStopping)
+	if h.stopSteps == nil {
+		t.Fatal("a stop sequence in a goroutine has no channel to report on")
+	}
+	settle(t, h)
+	if h.state != stateStopped {
+		t.Fatalf("state %s after the stop in a goroutine, want stopped", h.state)
 	}
 
 	p := newTestLoop(t, "always", "    readiness_probe: {exec: {command: \"true\"}, period: 50ms, initial_delay: 0s}\n")

@@ -58,36 +58,53 @@ func (l *loop) beginStop(op StopOp, next state) bool {
 		}
 		return l.finishStop(next)
 	}
-	l.stop = newStopRun(l, op, destroy)
-	if l.stop.plain() {
+	if l.plainStop(destroy) {
+		l.stop = newPlainStop(l, op)
 		l.stopPlain(next)
 		return false
 	}
+	l.stop = newStopRun(l, op, destroy)
 	l.setState(next)
 	go l.stop.run()
 	return false
 }
 
-// plain says whether the sequence is only SIGTERM, the wait for the exit and SIGKILL
-// (the default stop_policy, term_barrier IGNORE, no destroy policy). The loop runs
-// such a sequence itself (stopPlain): nothing in it blocks. A goroutine of its own for
-// every container at every shutdown, whose stack grew at its first wait, was the
-// largest part of what tend itself spent in a stop.
-func (r *stopRun) plain() bool {
-	pol := r.policy
-	return r.p != nil && !r.waits && r.destroy == nil && pol.UnixSignal == nil && pol.Exec == nil && pol.HTTPGet == nil
+// plainStop says whether the stop of the running process is only SIGTERM, the wait
+// for the exit and SIGKILL (the default stop_policy, term_barrier IGNORE, no destroy
+// policy). The loop runs such a sequence itself (stopPlain): nothing in it blocks. A
+// goroutine of its own for every container at every shutdown, whose stack grew at its
+// first wait, was the largest part of what tend itself spent in a stop.
+func (l *loop) plainStop(destroy *spec.Policy) bool {
+	pol := l.sc.StopPolicy
+	return l.proc != nil && l.sc.TermBarrier != spec.BarrierWait && destroy == nil &&
+		pol.UnixSignal == nil && pol.Exec == nil && pol.HTTPGet == nil
+}
+
+// newPlainStop is the sequence stopPlain runs. It has no kill context of its own nor
+// a channel of steps (a stop of many containers made them fresh, one each): a kill
+// request reaches the loop as a command (addKill).
+func newPlainStop(l *loop, op StopOp) *stopRun {
+	r := &stopRun{
+		p:        l.proc,
+		exitDone: l.procDone,
+		policy:   l.sc.StopPolicy,
+		barriers: op.Barriers[:len(op.Barriers):len(op.Barriers)], // addBarrier appends: never into op's
+		inLoop:   true,
+		c:        l.c,
+	}
+	logger := l.log
+	r.log = func(step string, kv ...any) { logger.Info().Str("step", step).Fields(kv).Msg("stopping") }
+	r.addKill(op.Kill)
+	return r
 }
 
 // stopPlain runs a plain sequence from the loop: it arrives at the barriers, sends
 // SIGTERM (and SIGCONT) and sets the loop's timer to term_timeout_ms. The timer
-// (onTimer) or a kill request (a kill step of the sequence, onStopEvent) SIGKILLs the
-// group (plainKill); the exit (onExit) ends the sequence (stopEnded).
+// (onTimer) or a kill request (cmdKillStop) SIGKILLs the group (plainKill); the exit
+// (onExit) ends the sequence (stopEnded).
 func (l *loop) stopPlain(next state) {
 	r := l.stop
-	r.inLoop = true
 	r.arrive()
-	// A kill request cancels r.kill (addKill): the loop hears of it as a kill step.
-	r.unwatchKill = context.AfterFunc(r.kill, func() { r.step(stepKill) })
 	if r.killed() {
 		l.st.StopStep = stepKill // no SIGTERM first: a kill request means at once
 		l.setState(next)
@@ -124,9 +141,7 @@ func (l *loop) plainKill() {
 func (l *loop) stopEnded() bool {
 	if r := l.stop; r.inLoop {
 		l.stopTimer()
-		r.unwatchKill() // before cancelAll, which would send a kill step
 		r.end()
-		r.cancelAll()
 	}
 	l.stop = nil
 	l.st.StopStep = ""
@@ -208,7 +223,8 @@ type stopRun struct {
 	events   chan<- stopEvent
 	log      func(step string, kv ...any)
 
-	// kill is done once any stop operation asks to kill at once.
+	// kill is done once any stop operation asks to kill at once; nil in a plain
+	// sequence (newPlainStop), whose kill requests are commands to the loop.
 	kill      context.Context
 	cancelAll context.CancelFunc
 	gone      <-chan struct{} // the loop has ended: nobody reads events any more
@@ -227,11 +243,11 @@ type stopRun struct {
 	unwatch []func() bool
 	ended   bool
 
-	// Of a sequence the loop runs (stopPlain), owned by the loop: unwatchKill stops
-	// the watch of r.kill, sigkilled says SIGKILL was sent.
-	inLoop      bool
-	unwatchKill func() bool
-	sigkilled   bool
+	// Of a sequence the loop runs (stopPlain): c is the container its kill requests
+	// go to as commands; sigkilled, the loop's own, says SIGKILL was sent.
+	inLoop    bool
+	c         *Container
+	sigkilled bool
 }
 
 func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
@@ -267,9 +283,14 @@ func (r *stopRun) addKill(kill context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.kills = append(r.kills, kill)
-	if !r.ended {
-		r.unwatch = append(r.unwatch, context.AfterFunc(kill, r.cancelAll))
+	if r.ended {
+		return
 	}
+	if r.inLoop {
+		r.unwatch = append(r.unwatch, context.AfterFunc(kill, func() { r.c.send(&command{kind: cmdKillStop, stop: r}) }))
+		return
+	}
+	r.unwatch = append(r.unwatch, context.AfterFunc(kill, r.cancelAll))
 }
 
 // end stops watching the kill contexts: the sequence is over.
@@ -287,7 +308,7 @@ func (r *stopRun) end() {
 // contexts too: r.kill is cancelled by them asynchronously, and another container's
 // reaction to the same kill (its arrival at a barrier) may come first.
 func (r *stopRun) killed() bool {
-	if r.kill.Err() != nil {
+	if r.kill != nil && r.kill.Err() != nil { // nil: a plain sequence's (newPlainStop)
 		return true
 	}
 	r.mu.Lock()
