@@ -92,8 +92,7 @@ func newPlainStop(l *loop, op StopOp) *stopRun {
 		inLoop:   true,
 		c:        l.c,
 	}
-	logger := l.log
-	r.log = func(step string, kv ...any) { logger.Info().Str("step", step).Fields(kv).Msg("stopping") }
+	r.log = l.stopLogger()
 	r.addKill(op.Kill)
 	return r
 }
@@ -250,6 +249,12 @@ type stopRun struct {
 	sigkilled bool
 }
 
+// stopLogger logs the steps of the container's stop sequences.
+func (l *loop) stopLogger() func(step string, kv ...any) {
+	logger := l.log
+	return func(step string, kv ...any) { logger.Info().Str("step", step).Fields(kv).Msg("stopping") }
+}
+
 func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &stopRun{
@@ -269,8 +274,7 @@ func newStopRun(l *loop, op StopOp, destroy *spec.Policy) *stopRun {
 		// plain SIGTERM was an allocation a container at every shutdown.
 		r.target = probes.Target{Env: proc.WithRunMark(l.cfg.Env, l.mark), Dir: l.cfg.Dir, Container: l.sc.Name, Ident: l.sc.Identity(), Cgroup: l.c.Placement()}
 	}
-	logger := l.log
-	r.log = func(step string, kv ...any) { logger.Info().Str("step", step).Fields(kv).Msg("stopping") }
+	r.log = l.stopLogger()
 	r.addKill(op.Kill)
 	return r
 }

@@ -115,10 +115,11 @@ var sweepScanned = func() {}
 // them, waits for it to exit and scans again for the calls it found processes of
 // (a process forked meanwhile carries the mark to the next scan), until no call waits.
 func sweepMarks() {
-	// Let the calls made ready together reach the list first: the reaper starts
-	// every exit's callback at once, and on one P the sweeper (run next) would
-	// otherwise scan for the first alone, then start again for each of the others.
-	// SIGTERM → exit of 50 containers without cgroups: 50 scans, then 4.
+	// Let the calls made ready together reach the list first: the reaper runs the
+	// callbacks of the exits it reaped one after another, the first starts this
+	// sweeper, and the sweeper run at once (on another P, or on one P before the
+	// callers' goroutines) would scan for the first alone, then start again for the
+	// others. SIGTERM → exit of 50 containers without cgroups: 50 scans, then 4.
 	runtime.Gosched()
 	var again []*markKill // found processes in the last scan: looked for once more
 	buf := make([]byte, 0, 8<<10)
