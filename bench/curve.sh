@@ -16,6 +16,7 @@
 # CURVE_OUT=NAME, bench/NAME.md and bench/NAME.svg instead.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$ROOT/bench/lib.sh"
 cd "$ROOT"
 export PATH="$PATH:/usr/local/go/bin"
 GO=${GO:-go}
@@ -27,9 +28,8 @@ die() { log "FATAL: $*"; exit 1; }
 [[ -x $TEND ]] || die "$TEND is missing: run 'make build' (or 'make bench-curve')"
 [[ $(id -u) == 0 ]] || die "root is needed: each tend runs in a cgroup the bench makes"
 WORK=$(mktemp -d /tmp/tend-curve.XXXXXX)
-# tend runs from a copy written with write(2), as an installed binary is: one as the
-# linker left it is slower to unmap at exit (bench/run.sh, fresh_copy).
-cat "$TEND" >"$WORK/tend" && chmod 755 "$WORK/tend" && TEND=$WORK/tend
+# tend runs from a copy written with write(2), as an installed binary is (bench/lib.sh).
+fresh_copy "$TEND" "$WORK/tend" && TEND=$WORK/tend
 CUR=""
 cleanup() {
 	local rc=$?

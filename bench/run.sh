@@ -30,6 +30,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$ROOT/bench/lib.sh"
 cd "$ROOT"
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH 2>/dev/null || echo /root/go)/bin"
 GO=${GO:-go}
@@ -169,13 +170,7 @@ cc -O2 -static -o "$WORK/bin/stamp" bench/stamp/stamp.c 2>/dev/null ||
 	cc -O2 -o "$WORK/bin/stamp" bench/stamp/stamp.c # no static libc: dynamic (slower exec for every supervisor alike)
 STAMP=$WORK/bin/stamp
 
-# Every Go supervisor runs from a copy written with write(2), as a package or an image
-# layer puts a binary in the page cache. A binary as the Go linker left it (it writes
-# through a shared mapping) is slower to unmap at exit, most likely for the smaller
-# pages the page cache then holds it in: the same tend stopped with one container in
-# 4.58 ms as built and 4.08 ms as copied (13 stops each, interleaved), and tend as
-# built ran against a copied BENCH_BASE.
-fresh_copy() { cat "$1" >"$2.tmp" && chmod 755 "$2.tmp" && mv "$2.tmp" "$2"; }
+# Every Go supervisor runs from a fresh copy (bench/lib.sh), tend-base too.
 fresh_copy "$TEND" "$WORK/bin/tend" && TEND=$WORK/bin/tend
 BASE_SRC=${BENCH_BASE:-}
 [[ -n $BASE_SRC ]] && fresh_copy "$BASE_SRC" "$WORK/bin/tend-base" && BENCH_BASE=$WORK/bin/tend-base
@@ -203,7 +198,7 @@ fi
 {
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r)"
-	echo "- tend: $("$TEND" version 2>/dev/null | head -n 1) ($("$GO" version | awk '{print $3}')); every Go binary run from a fresh copy (fresh_copy in bench/run.sh)"
+	echo "- tend: $("$TEND" version 2>/dev/null | head -n 1) ($("$GO" version | awk '{print $3}')); every Go binary run from a fresh copy (fresh_copy in bench/lib.sh)"
 	have tend-base && echo "- tend-base: $BASE_SRC ($("$BENCH_BASE" version 2>/dev/null | head -n 1)), $([[ $BASE_CGROUPS == 1 ]] && echo "\`cgroups: off\` as tend" || echo "its default cgroups (it does not know \`instance.cgroups\`)")"
 	echo "- benchfloor: bench/cmd/benchfloor (static Go, -s -w, same Go); benchfloor-libs: the same with the $(grep -c '^	_' "$WORK/floorlibs.go") packages tend imports linked in ($(stat -c %s "$WORK/bin/benchfloor-libs") bytes; tend $(stat -c %s "$TEND"))"
 	have tini && echo "- tini: $(tini --version 2>&1 | head -n 1) (Debian package)"

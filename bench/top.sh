@@ -11,12 +11,14 @@
 # its own (removed after); elsewhere with cgroups off. Needs tmux.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$ROOT/bench/lib.sh"
 TEND=${TEND:-$ROOT/bin/tend}
 N=${N:-100}
 WINDOW=${WINDOW:-30}
 ROUNDS=${ROUNDS:-2}
 VIEWERS=${VIEWERS:-12}
 WORK=$(mktemp -d /tmp/tend-bench-top.XXXXXX)
+fresh_copy "$TEND" "$WORK/tend" && TEND=$WORK/tend # as installed (bench/lib.sh)
 SOCK=$WORK/tmux
 HZ=$(getconf CLK_TCK)
 
@@ -83,7 +85,9 @@ viewers() {
 	done
 	sleep 3 # the viewers draw their first screens; not a measurement
 }
-unview() { local v; for ((v = 1; v <= VIEWERS; v++)); do tmux -S "$SOCK-$v" kill-server 2>/dev/null || true; done; }
+# The socket goes with its server: a viewer started next must not reach a server still
+# on its way out ("server exited unexpectedly").
+unview() { local v; for ((v = 1; v <= VIEWERS; v++)); do tmux -S "$SOCK-$v" kill-server 2>/dev/null || true; rm -f "$SOCK-$v"; done; }
 viewer_pid() { tmux -S "$SOCK-$1" list-panes -F '#{pane_pid}'; }
 
 # window LABEL: tend's CPU (and viewer 1's, if any) over WINDOW seconds.
