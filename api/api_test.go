@@ -160,6 +160,39 @@ func TestLimitListenerClosesIdleConnections(t *testing.T) {
 	}
 }
 
+// A pool found full whose holders close before a connection to close is looked for has
+// room after all: the new client is admitted, not shed. (A 503 with the pool free made
+// TestLimitListenerClosesIdleConnections fail now and then under load.)
+func TestLimitListenerAdmitsWhenHoldersCloseMeanwhile(t *testing.T) {
+	var logged testutil.SyncBuffer
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	b := &connBudget{tcpPerListener: 1, tcp: newConnPool(1)}
+	l := b.limit(inner, "test", false, zerolog.New(&logged))
+	c1, peer1 := net.Pipe()
+	defer peer1.Close()
+	held := l.admit(c1)
+	if held == nil {
+		t.Fatal("the first connection was shed")
+	}
+	held.setWaiting(false) // its request is being served
+	defer func(f func()) { reclaiming = f }(reclaiming)
+	reclaiming = func() { held.Close() } // it ends just after the pool was found full
+	c2, peer2 := net.Pipe()
+	defer peer2.Close()
+	lc := l.admit(c2)
+	if lc == nil {
+		t.Fatalf("the second connection was shed with the pool free: %s", logged.String())
+	}
+	lc.Close()
+	if strings.Contains(logged.String(), "cap reached") {
+		t.Errorf("the cap was logged: %s", logged.String())
+	}
+}
+
 // At the cap, connections whose clients send nothing useful are closed to make room,
 // the one that waited longest first: here clients that announced a body and never
 // sent it (their handler ran; the server waits for the body) and one that sent

@@ -190,13 +190,23 @@ func (l *limitListener) acquire(p *connPool) bool {
 			return true
 		default:
 		}
+		reclaiming()
 		closed, idle, wait := p.reclaim(time.Now())
 		switch {
 		case closed && !idle:
 			l.warnFull(p, "closed the connection that waited longest for its client to make room")
 		case closed:
 		case wait <= 0:
-			return false
+			// None waits for its client: each holder is being served, or has closed
+			// since the pool was found full (a closing connection gives its tokens
+			// back before it leaves the sets), which makes room after all. Shedding
+			// then was a 503 with the pool free, seen under load.
+			select {
+			case p.tokens <- struct{}{}:
+				return true
+			default:
+				return false
+			}
 		default:
 			t := time.NewTimer(wait)
 			select {
@@ -339,14 +349,22 @@ func (c *limitConn) setWaiting(waiting bool) {
 	}
 }
 
+// Close gives the tokens back before it takes c out of its pools' sets: a connection
+// out of the sets still holding its tokens is one being served, so a full pool with
+// none waiting is really full (acquire). reclaim may pick a c closing meanwhile: its
+// Close waits for this one to finish.
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
 		c.closed.Store(true)
-		c.setWaiting(false)
 		for _, p := range c.pools {
 			<-p.tokens
 		}
+		c.setWaiting(false)
 	})
 	return err
 }
+
+// reclaiming is called when a pool is found full, before a connection to close is
+// looked for (a test closes the holders there).
+var reclaiming = func() {}
