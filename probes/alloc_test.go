@@ -58,7 +58,7 @@ func TestKeptCheckAllocatesNothing(t *testing.T) {
 		if r := check(ctx, h, Target{}, time.Second, &kept, probeCheck); !r.OK {
 			t.Fatal(r.Detail)
 		}
-		allocs := testing.AllocsPerRun(200, func() {
+		allocs := leastAllocs(func() {
 			if r := check(ctx, h, Target{}, time.Second, &kept, probeCheck); !r.OK {
 				t.Fatal(r.Detail)
 			}
@@ -69,6 +69,18 @@ func TestKeptCheckAllocatesNothing(t *testing.T) {
 			t.Errorf("%q: a kept check allocates %.1f times, want none", answer[:12], allocs)
 		}
 	}
+}
+
+// leastAllocs is the least of three testing.AllocsPerRun(200, f): it counts every
+// allocation of the process, and under load another goroutine's land in one of them
+// now and then (about once in 600 under two busy loops beside `go test -race`); an
+// f that allocates does in each.
+func leastAllocs(f func()) float64 {
+	least := testing.AllocsPerRun(200, f)
+	for i := 0; i < 2 && least > 0; i++ {
+		least = min(least, testing.AllocsPerRun(200, f))
+	}
+	return least
 }
 
 // The client's share of a kept check (compare BenchmarkHTTPKeptCheck, whose
