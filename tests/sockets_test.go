@@ -383,8 +383,9 @@ containers:
 	if f := <-result; len(f) > 0 {
 		t.Fatalf("%d connections answered, %d failed; first: %v", served, len(f), f[0])
 	}
-	if served < 1000 || len(pids) != 5 {
-		t.Fatalf("%d connections answered by %d processes; want thousands, by 5", served, len(pids))
+	// Thousands on a quiet machine; the floor only says the load ran throughout.
+	if served < 200 || len(pids) != 5 {
+		t.Fatalf("%d connections answered by %d processes; want hundreds at least, by 5", served, len(pids))
 	}
 	t.Logf("%d connections answered through 5 restarts", served)
 	termAndWait(t, tp, 10*time.Second)
