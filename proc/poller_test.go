@@ -42,6 +42,22 @@ func openFds(t *testing.T) int {
 	return len(fds)
 }
 
+// waitPipesGone waits until no more pipes are registered with pl and no more
+// descriptors are open than before (regs, fds). Other tests' processes may still be
+// ending (their pipes, a scan's pidfds): the counts are waited for to come back, and
+// a leak of the test's own pipes would not.
+func waitPipesGone(t *testing.T, pl *poller, regs, fds int) {
+	t.Helper()
+	waitFor(t, "pipes unregistered", func() (bool, string) {
+		got := registered(t, pl)
+		return got <= regs, fmt.Sprintf("%d registered, %d before", got, regs)
+	})
+	waitFor(t, "descriptors closed", func() (bool, string) {
+		got := openFds(t)
+		return got <= fds, fmt.Sprintf("%d open, %d before", got, fds)
+	})
+}
+
 func waitOutput(t *testing.T, p *Process, what string) {
 	t.Helper()
 	select {
@@ -102,16 +118,7 @@ func TestCloseOutputWithPendingData(t *testing.T) {
 		t.Errorf("yes ended with %v, want SIGPIPE", got)
 	}
 	p.CloseOutput() // again: nothing left to do
-	// Other tests' processes may still be ending (their pipes, a scan's pidfds): the
-	// counts are waited for to come back, and a leak of this test's 2n would not.
-	waitFor(t, "pipes unregistered", func() (bool, string) {
-		got := registered(t, pl)
-		return got <= regs, fmt.Sprintf("%d registered, %d before", got, regs)
-	})
-	waitFor(t, "descriptors closed", func() (bool, string) {
-		got := openFds(t)
-		return got <= fds, fmt.Sprintf("%d open, %d before", got, fds)
-	})
+	waitPipesGone(t, pl, regs, fds)
 }
 
 // failingWriter fails every write and must never be flushed.
@@ -165,16 +172,7 @@ func TestManyProcessesLeaveNothingBehind(t *testing.T) {
 		waitDone(t, p)
 		p.DrainOutput()
 	}
-	// Other tests' processes may still be ending (their pipes, a scan's pidfds): the
-	// counts are waited for to come back, and a leak of this test's 2n would not.
-	waitFor(t, "pipes unregistered", func() (bool, string) {
-		got := registered(t, pl)
-		return got <= regs, fmt.Sprintf("%d registered, %d before", got, regs)
-	})
-	waitFor(t, "descriptors closed", func() (bool, string) {
-		got := openFds(t)
-		return got <= fds, fmt.Sprintf("%d open, %d before", got, fds)
-	})
+	waitPipesGone(t, pl, regs, fds)
 	waitFor(t, "goroutines gone", func() (bool, string) {
 		got := runtime.NumGoroutine()
 		return got <= goroutines, strconv.Itoa(got - goroutines)
