@@ -65,7 +65,10 @@ func frozenTend(t *testing.T, name string, n int, d time.Duration) {
 		return c.Alive.True() && c.Pid != nil && (name != "pinging" || c.Ready.True())
 	})
 	// A first process that took longer than its watchdog period to start (a race-built
-	// helper on a loaded machine) was killed before the freezes: count from here.
+	// helper on a loaded machine) was killed before the freezes: count from here. The
+	// helper pings at once after READY=1, so a ready one has pinged within its first
+	// period: a helper that took 930 ms to its READY=1 on a fresh CI machine, pinging
+	// only 100 ms later, was killed between this status and the first freeze.
 	pid, restarts := *containerStatus(doc, name).Pid, containerStatus(doc, name).Restarts
 	// The pinging process is frozen too, so that tend resumes with its watchdog timer
 	// long past and no WATCHDOG=1 waiting (with pings queued, the loop may read one
