@@ -130,8 +130,13 @@ containers:
 	slices.Sort(took)
 	t.Logf("/v1/live during the flood: fastest %v, median %v, slowest %v; tend's open descriptors at most %d",
 		took[0], took[len(took)/2], took[len(took)-1], maxFDs)
-	if median := took[len(took)/2]; median > 100*time.Millisecond {
-		t.Errorf("/v1/live on the unix socket took %v (median) during the flood, want under 100ms", median)
+	// A unix listener served behind the flood would wait for the TCP connections'
+	// 5 s header timeout (the client gives up at 2 s and the loop above fails). Served
+	// apart, a request takes milliseconds here, but the median read 106 ms once on a
+	// fresh CI machine, the race-built tend beside the rest of the suite: the bound
+	// says "not behind the flood", not how fast.
+	if median := took[len(took)/2]; median > 500*time.Millisecond {
+		t.Errorf("/v1/live on the unix socket took %v (median) during the flood, want under 500ms", median)
 	}
 	// 256 API connections and tend's own few dozen.
 	if maxFDs > 400 {
